@@ -1,0 +1,30 @@
+# Every target is plain `go` underneath; make is a convenience, not a
+# requirement. The README's two set-up commands need only Go.
+GO ?= go
+
+.PHONY: all test race lint bench results simrun
+
+all: lint test
+
+# The test command the README gives and .ci/run calls.
+test:
+	$(GO) test ./...
+
+race:
+	$(GO) test -race ./...
+
+lint:
+	@fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt would change:"; echo "$$fmt"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+# Benchmarks: compare runs with `go tool benchstat old.txt new.txt`.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
+
+# Regenerate RESULTS.md from the code (a test holds the file to it).
+results:
+	$(GO) run ./cmd/simrun results > RESULTS.md
+
+simrun:
+	$(GO) build -o simrun ./cmd/simrun

@@ -1,0 +1,186 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Ordering says how many events of a stream may be in flight at once and
+// in which order they are sent.
+type Ordering uint8
+
+const (
+	// Strict sends one event at a time, in acceptance order. An event that
+	// keeps failing holds the events behind it until it is delivered or
+	// dead; a dead event is skipped.
+	Strict Ordering = iota + 1
+	// Independent sends up to Config.Window events at once, picking due
+	// events in acceptance order. A failing event does not hold the others.
+	Independent
+)
+
+func (o Ordering) String() string {
+	switch o {
+	case Strict:
+		return "strict"
+	case Independent:
+		return "independent"
+	default:
+		return fmt.Sprintf("Ordering(%d)", uint8(o))
+	}
+}
+
+// MaxIDBytes bounds the length of an event ID. IDs are opaque and
+// case-sensitive; the bound keeps one bad producer from filling the store
+// with keys.
+const MaxIDBytes = 256
+
+// Config is the delivery policy of one stream. Every limit is a named field
+// with its unit; New and Recover reject a config that Validate rejects.
+type Config struct {
+	// Ordering is Strict or Independent. The zero value is invalid so that
+	// the choice is always explicit.
+	Ordering Ordering
+	// Window is the most attempts in flight at once. Strict requires 1
+	// (or 0, read as 1); Independent requires at least 1.
+	Window int
+
+	// MaxAttempts bounds the sends of one event, across restarts: an
+	// attempt is counted durably before it is sent.
+	MaxAttempts int
+	// MaxAge bounds how long an event may stay undelivered after its
+	// acceptance, parked or not. Past it the event is dead ("expired").
+	MaxAge time.Duration
+
+	// BaseBackoff is the delay after the first failed attempt; each later
+	// failure doubles it, up to MaxBackoff.
+	BaseBackoff time.Duration
+	// MaxBackoff caps the exponential backoff (before Retry-After).
+	MaxBackoff time.Duration
+	// JitterPercent is how much of each delay is randomised, 0 to 100: a
+	// delay d becomes a value in [d - d/100*JitterPercent, d], derived from
+	// Seed, the event ID and the attempt number (see Backoff).
+	JitterPercent int
+	// MaxRetryAfter bounds a receiver's Retry-After hint. A hint may
+	// postpone a retry beyond MaxBackoff, never beyond MaxRetryAfter.
+	// Zero ignores hints.
+	MaxRetryAfter time.Duration
+
+	// AttemptTimeout is how long the machine waits for the outcome of an
+	// attempt before it counts the attempt as timed out (result unknown).
+	AttemptTimeout time.Duration
+
+	// BreakerThreshold is the streak of consecutive retryable failures
+	// that makes the machine stop sending and ask for a health probe.
+	BreakerThreshold int
+	// ProbeTimeout is how long a probe may go unanswered before it counts
+	// as failed.
+	ProbeTimeout time.Duration
+	// ProbeBaseInterval is the wait after the first failed probe while the
+	// circuit is open; it doubles with each failed probe up to
+	// ProbeMaxInterval.
+	ProbeBaseInterval time.Duration
+	// ProbeMaxInterval caps the wait between probes.
+	ProbeMaxInterval time.Duration
+
+	// MaxQueued bounds the events accepted and not yet terminal. Accept
+	// beyond it fails with ErrQueueFull and nothing is acknowledged, so
+	// the producer keeps its event and offers it again later.
+	MaxQueued int
+	// MaxPayloadBytes bounds one event's payload.
+	MaxPayloadBytes int
+
+	// Seed decides every jitter value. The same seed, inputs and config
+	// give the same delays in any port of the machine.
+	Seed uint64
+}
+
+// DefaultConfig is a sane policy for a webhook-like channel: strict order,
+// eight attempts, a day of age, backoff from one second to five minutes.
+func DefaultConfig() Config {
+	return Config{
+		Ordering:          Strict,
+		Window:            1,
+		MaxAttempts:       8,
+		MaxAge:            24 * time.Hour,
+		BaseBackoff:       time.Second,
+		MaxBackoff:        5 * time.Minute,
+		JitterPercent:     20,
+		MaxRetryAfter:     time.Hour,
+		AttemptTimeout:    30 * time.Second,
+		BreakerThreshold:  3,
+		ProbeTimeout:      10 * time.Second,
+		ProbeBaseInterval: time.Second,
+		ProbeMaxInterval:  time.Minute,
+		MaxQueued:         100_000,
+		MaxPayloadBytes:   1 << 20,
+		Seed:              1,
+	}
+}
+
+// ErrInvalidConfig is wrapped by every error that Validate returns.
+var ErrInvalidConfig = errors.New("machine: invalid config")
+
+// Validate reports the first field that is out of range, by name.
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	switch c.Ordering {
+	case Strict:
+		if c.Window != 0 && c.Window != 1 {
+			return bad("Window", "is %d; strict ordering allows exactly one event in flight (use 1)", c.Window)
+		}
+	case Independent:
+		if c.Window < 1 {
+			return bad("Window", "is %d; independent ordering needs at least 1", c.Window)
+		}
+	default:
+		return bad("Ordering", "is %d; want Strict or Independent", uint8(c.Ordering))
+	}
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"MaxAge", c.MaxAge},
+		{"BaseBackoff", c.BaseBackoff},
+		{"MaxBackoff", c.MaxBackoff},
+		{"AttemptTimeout", c.AttemptTimeout},
+		{"ProbeTimeout", c.ProbeTimeout},
+		{"ProbeBaseInterval", c.ProbeBaseInterval},
+		{"ProbeMaxInterval", c.ProbeMaxInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return bad(p.name, "is %v; must be positive", p.d)
+		}
+	}
+	switch {
+	case c.MaxAttempts < 1:
+		return bad("MaxAttempts", "is %d; must be at least 1", c.MaxAttempts)
+	case c.MaxBackoff < c.BaseBackoff:
+		return bad("MaxBackoff", "is %v; must not be below BaseBackoff (%v)", c.MaxBackoff, c.BaseBackoff)
+	case c.JitterPercent < 0 || c.JitterPercent > 100:
+		return bad("JitterPercent", "is %d; must be within 0..100", c.JitterPercent)
+	case c.MaxRetryAfter < 0:
+		return bad("MaxRetryAfter", "is %v; must not be negative (0 ignores Retry-After)", c.MaxRetryAfter)
+	case c.BreakerThreshold < 1:
+		return bad("BreakerThreshold", "is %d; must be at least 1", c.BreakerThreshold)
+	case c.ProbeMaxInterval < c.ProbeBaseInterval:
+		return bad("ProbeMaxInterval", "is %v; must not be below ProbeBaseInterval (%v)", c.ProbeMaxInterval, c.ProbeBaseInterval)
+	case c.MaxQueued < 1:
+		return bad("MaxQueued", "is %d; must be at least 1", c.MaxQueued)
+	case c.MaxPayloadBytes < 1:
+		return bad("MaxPayloadBytes", "is %d; must be at least 1", c.MaxPayloadBytes)
+	}
+	return nil
+}
+
+// window is the effective in-flight limit.
+func (c Config) window() int {
+	if c.Ordering == Strict {
+		return 1
+	}
+	return c.Window
+}

@@ -1,0 +1,87 @@
+// Package machine is courier's delivery core: a pure state machine that
+// decides, for the events of one stream bound for one downstream channel,
+// what to persist, what to send, when to retry, when to stop sending and
+// park, and when to give up.
+//
+// It does no I/O, reads no clock, starts no goroutine and draws no random
+// number: the caller brings the clock (every input carries its reading),
+// the durable store (it persists what a Batch says) and the channel (it
+// performs the Sends and Probes and reports their outcomes). The same seed,
+// config and inputs give the same batches, in this package or in a port.
+//
+// # Using it
+//
+// Build a machine with New (a new stream) or Recover (after a restart, from
+// the store's records). Feed every input to Step: Accept, Tick, Result,
+// ProbeResult. Each Step returns a Batch; honour it in the order its doc
+// gives: persist, then acknowledge, then send and probe, then tick at
+// WakeAt. An error from Step means the input was misuse (time went
+// backwards, a malformed input, an attempt never sent) and nothing changed.
+//
+// # States
+//
+//	pending   accepted, waiting for an attempt
+//	retry     the last attempt failed; waiting for backoff to pass
+//	parked    the circuit is open; waiting for a healthy probe
+//	delivered confirmed by the channel (terminal)
+//	dead      given up: exhausted, expired or rejected (terminal, kept)
+//
+// An attempt in flight does not change the state; the attempt count does,
+// and it is persisted before the send. While in flight, NextAt is the
+// instant the attempt times out.
+//
+// # Retries
+//
+// After failed attempt n, the next attempt waits Config.Backoff(id, n):
+// BaseBackoff doubled per failure up to MaxBackoff, less a deterministic
+// jitter derived from Seed, the ID and n. A Retry-After hint may postpone
+// it further, never beyond MaxRetryAfter. After MaxAttempts attempts the
+// event is dead (exhausted); if its next attempt would come after MaxAge
+// since acceptance, it is dead (expired) at once; a parked or waiting
+// event is dead (expired) when MaxAge passes. A Refused outcome makes it
+// dead (rejected). An attempt with no Result within AttemptTimeout counts
+// as timed out.
+//
+// # Circuit breaker and poison events
+//
+// BreakerThreshold consecutive retryable failures (timeouts included) move
+// the circuit from closed to checking: sending stops and one probe goes
+// out. A healthy probe closes it again and marks the events then in retry
+// as suspect: the channel works, so their failures are their own (poison),
+// and they no longer count towards the streak. A suspect event keeps its
+// own budget (MaxAttempts, MaxAge) and then dies; it never opens the
+// circuit, and in strict order it holds the stream no longer than that
+// budget. A failed (or timed-out) probe opens the circuit: every event not
+// in flight is persisted as parked, new events are accepted as parked, and
+// probes repeat after Config.ProbeBackoff. The first healthy probe closes
+// the circuit and releases the backlog, which drains in acceptance order.
+//
+// # Ordering
+//
+// Strict: one attempt in flight at most; the earliest non-terminal event
+// goes first and holds the others until it is delivered or dead. Every
+// Send carries the event's Seq; a receiver that applies only sequences
+// above the last it applied cannot apply a late attempt out of order.
+// Independent: up to Window attempts in flight, due events picked in
+// acceptance order.
+//
+// # Late, stale and duplicate inputs
+//
+// Only the Result of the attempt in flight counts. A Result for an earlier
+// attempt (it timed out, or the machine was recovered since), a second
+// Result for the same attempt, one for a terminal event and one for an
+// unknown ID change nothing: Batch.Ignored says why. Acting on them could
+// only send twice or move a state backwards; ignoring one costs at most a
+// redundant attempt, which the receiver's deduplication absorbs. A
+// ProbeResult for any probe but the one in flight is ignored the same way.
+// A Result naming an attempt that was never sent is misuse
+// (ErrNoSuchAttempt). Accepting a known ID changes nothing, not even the
+// payload, and acknowledges again (Ack.Duplicate).
+//
+// # Limits
+//
+// The machine remembers every ID it accepted, so that acceptance stays
+// idempotent; memory grows with history. A long-lived runtime keeps
+// terminal records in its store for as long as producers may resend and
+// rebuilds the machine from them with Recover.
+package machine

@@ -1,0 +1,586 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Errors for misuse. Each is wrapped with the detail that names the input.
+var (
+	// ErrTimeWentBackwards: an input carried a clock reading before the
+	// previous one. Nothing was changed.
+	ErrTimeWentBackwards = errors.New("machine: time went backwards")
+	// ErrBadInput: an input is malformed (empty or long ID, unknown
+	// outcome, oversized payload, ...). Nothing was changed.
+	ErrBadInput = errors.New("machine: bad input")
+	// ErrNoSuchAttempt: a Result names an attempt that was never sent.
+	ErrNoSuchAttempt = errors.New("machine: no such attempt")
+	// ErrQueueFull: MaxQueued events are waiting. Nothing was accepted and
+	// nothing acknowledged; the producer should offer the event later.
+	ErrQueueFull = errors.New("machine: queue full")
+	// ErrBadRecord: Recover was given records that no machine could have
+	// written (duplicate IDs or sequences, unknown states, ...).
+	ErrBadRecord = errors.New("machine: bad record")
+)
+
+// entry is a record plus what only memory knows about it.
+type entry struct {
+	rec      Record
+	inFlight bool // rec.Attempts is out on the channel, outcome unknown
+	sentAt   time.Time
+	// suspect is set when a probe found the channel healthy while this
+	// event was failing: its failures are its own (a poison event), so they
+	// no longer count towards the circuit's streak.
+	suspect bool
+	dirty   bool // changed in the current step
+}
+
+// Stats are counters for observation; nothing in the machine reads them.
+type Stats struct {
+	Accepted        int // new events accepted
+	Duplicates      int // accepts of an ID already known
+	Sends           int // attempts sent
+	Probes          int // probes sent
+	CircuitOpenings int // transitions to Open
+	Ignored         int // inputs that changed nothing (stale outcomes, ...)
+}
+
+// Machine decides, for the events of one stream, what to persist, send,
+// probe and acknowledge. It is not safe for concurrent use; it does no I/O
+// and reads no clock.
+type Machine struct {
+	cfg     Config
+	now     time.Time
+	byID    map[string]*entry
+	all     []*entry // every entry in Seq order, terminal ones included
+	live    []*entry // non-terminal entries in Seq order; compacted lazily
+	lastSeq uint64
+	queued  int // non-terminal entries
+	flying  int // entries in flight
+
+	circuit    Circuit
+	streak     int // consecutive retryable failures of non-suspect events
+	probeN     uint64
+	probeOut   bool // probe probeN is in flight
+	probeSent  time.Time
+	probeFails int       // consecutive failed probes while open
+	probeNext  time.Time // next probe while open and none is out
+
+	stats Stats
+	out   Batch
+	dirty []*entry
+}
+
+// New returns a machine with no events, for a stream that has never had any.
+// To restart a stream, use Recover with the store's records.
+func New(cfg Config) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{cfg: cfg, byID: make(map[string]*entry), circuit: Closed}, nil
+}
+
+// Recover rebuilds a machine from the records the store holds, as at time
+// now, and returns the first batch of the new incarnation.
+//
+// What memory knew is gone, and Recover assumes the worst of it: every
+// attempt counted in a record may have reached the receiver, and its
+// outcome will never be reported (a Result for it is ignored as stale).
+// Such an event waits until its persisted NextAt and is then sent as the
+// next attempt; if it has no attempts left it is dead (exhausted). If any
+// record is parked, the circuit starts open and a probe goes out at once.
+func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, error) {
+	m, err := New(cfg)
+	if err != nil {
+		return nil, Batch{}, err
+	}
+	recs := slices.Clone(records)
+	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
+	parked := false
+	for i, r := range recs {
+		if err := checkRecord(r); err != nil {
+			return nil, Batch{}, err
+		}
+		if i > 0 && recs[i-1].Seq == r.Seq {
+			return nil, Batch{}, fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
+		}
+		if _, dup := m.byID[r.ID]; dup {
+			return nil, Batch{}, fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
+		}
+		e := &entry{rec: r}
+		m.byID[r.ID] = e
+		m.all = append(m.all, e)
+		m.lastSeq = r.Seq
+		if !r.State.Terminal() {
+			m.live = append(m.live, e)
+			m.queued++
+			parked = parked || r.State == Parked
+		}
+	}
+	m.now = now
+	if parked {
+		// The store says the channel was down: stay open, probe at once.
+		m.circuit = Open
+		m.probeNext = now
+	}
+	for _, e := range m.live {
+		if e.rec.Attempts >= cfg.MaxAttempts {
+			m.kill(e, Exhausted)
+		}
+	}
+	m.advance()
+	return m, m.flush(), nil
+}
+
+func checkRecord(r Record) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: record %q: %s", ErrBadRecord, r.ID, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("%w: record with seq %d has an empty ID", ErrBadRecord, r.Seq)
+	case r.Seq == 0:
+		return bad("seq is 0; sequences start at 1")
+	case !r.State.valid():
+		return bad("unknown state %d", uint8(r.State))
+	case r.Attempts < 0:
+		return bad("attempts is %d", r.Attempts)
+	case r.State == Dead && (r.Reason == NotDead || r.Reason > Rejected):
+		return bad("dead with no valid reason (%d)", uint8(r.Reason))
+	case r.State != Dead && r.Reason != NotDead:
+		return bad("state %s with dead reason %s", r.State, r.Reason)
+	}
+	return nil
+}
+
+// Config returns the machine's policy.
+func (m *Machine) Config() Config { return m.cfg }
+
+// Now returns the latest clock reading the machine has seen.
+func (m *Machine) Now() time.Time { return m.now }
+
+// Circuit returns the circuit's state.
+func (m *Machine) Circuit() Circuit { return m.circuit }
+
+// Stats returns the counters so far.
+func (m *Machine) Stats() Stats { return m.stats }
+
+// Queued returns the number of events that are not terminal.
+func (m *Machine) Queued() int { return m.queued }
+
+// Records returns a copy of every record, terminal ones included, in Seq
+// order: what the store should hold after every batch was persisted.
+func (m *Machine) Records() []Record {
+	out := make([]Record, len(m.all))
+	for i, e := range m.all {
+		out[i] = e.rec
+	}
+	return out
+}
+
+// InFlight returns the attempts whose outcome the machine awaits, in Seq
+// order.
+func (m *Machine) InFlight() []Send {
+	var out []Send
+	for _, e := range m.live {
+		if e.inFlight {
+			out = append(out, Send{ID: e.rec.ID, Seq: e.rec.Seq, Attempt: e.rec.Attempts, Payload: e.rec.Payload})
+		}
+	}
+	return out
+}
+
+// Step applies one input and returns what the caller must do, in the order
+// Batch documents. An error means the input was misuse and nothing changed.
+func (m *Machine) Step(in Input) (Batch, error) {
+	if in == nil {
+		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
+	}
+	at := in.at()
+	if at.Before(m.now) {
+		return Batch{}, fmt.Errorf("%w: input at %v is before the last reading %v", ErrTimeWentBackwards, at, m.now)
+	}
+	// Validate before touching anything, so an error changes nothing.
+	if err := m.check(in); err != nil {
+		return Batch{}, err
+	}
+	m.now = at
+	switch in := in.(type) {
+	case Accept:
+		m.accept(in)
+	case Tick:
+		// Time alone: advance does the work.
+	case Result:
+		m.result(in)
+	case ProbeResult:
+		m.probeResult(in)
+	}
+	m.advance()
+	return m.flush(), nil
+}
+
+func (m *Machine) check(in Input) error {
+	switch in := in.(type) {
+	case Accept:
+		switch {
+		case in.ID == "":
+			return fmt.Errorf("%w: accept with an empty ID", ErrBadInput)
+		case len(in.ID) > MaxIDBytes:
+			return fmt.Errorf("%w: accept ID of %d bytes exceeds %d", ErrBadInput, len(in.ID), MaxIDBytes)
+		case len(in.Payload) > m.cfg.MaxPayloadBytes:
+			return fmt.Errorf("%w: accept %q: payload of %d bytes exceeds MaxPayloadBytes %d", ErrBadInput, in.ID, len(in.Payload), m.cfg.MaxPayloadBytes)
+		}
+		if _, dup := m.byID[in.ID]; !dup && m.queued >= m.cfg.MaxQueued {
+			return fmt.Errorf("%w: %d events waiting (MaxQueued); %q not accepted", ErrQueueFull, m.queued, in.ID)
+		}
+	case Tick:
+	case Result:
+		switch {
+		case in.Outcome < OutcomeDelivered || in.Outcome > OutcomeTimedOut:
+			return fmt.Errorf("%w: result for %q has unknown outcome %d", ErrBadInput, in.ID, uint8(in.Outcome))
+		case in.Attempt < 1:
+			return fmt.Errorf("%w: result for %q names attempt %d; attempts start at 1", ErrBadInput, in.ID, in.Attempt)
+		case in.RetryAfter < 0:
+			return fmt.Errorf("%w: result for %q has negative RetryAfter %v", ErrBadInput, in.ID, in.RetryAfter)
+		case in.RetryAfter > 0 && in.Outcome != OutcomeFailed:
+			return fmt.Errorf("%w: result for %q: RetryAfter goes only with outcome failed, not %s", ErrBadInput, in.ID, in.Outcome)
+		}
+		if e := m.byID[in.ID]; e != nil && in.Attempt > e.rec.Attempts {
+			return fmt.Errorf("%w: result for %q attempt %d, but only %d were sent", ErrNoSuchAttempt, in.ID, in.Attempt, e.rec.Attempts)
+		}
+	case ProbeResult:
+		if in.N == 0 || in.N > m.probeN {
+			return fmt.Errorf("%w: probe %d was never sent (last is %d)", ErrNoSuchAttempt, in.N, m.probeN)
+		}
+	default:
+		return fmt.Errorf("%w: unknown input type %T", ErrBadInput, in)
+	}
+	return nil
+}
+
+func (m *Machine) accept(in Accept) {
+	if e := m.byID[in.ID]; e != nil {
+		// Idempotent: nothing changes, not even the payload; ack again.
+		m.stats.Duplicates++
+		m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq, Duplicate: true})
+		return
+	}
+	m.lastSeq++
+	state := Pending
+	if m.circuit == Open {
+		state = Parked
+	}
+	e := &entry{rec: Record{
+		ID:         in.ID,
+		Seq:        m.lastSeq,
+		Payload:    slices.Clone(in.Payload),
+		AcceptedAt: in.At,
+		State:      state,
+		NextAt:     in.At,
+	}}
+	m.byID[in.ID] = e
+	m.all = append(m.all, e)
+	m.live = append(m.live, e)
+	m.queued++
+	m.stats.Accepted++
+	m.touch(e)
+	m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq})
+}
+
+// result handles the outcome of an attempt. Only the outcome of the
+// attempt in flight counts; anything else is ignored and said so, because
+// acting on it could only send twice or move a state backwards.
+func (m *Machine) result(in Result) {
+	e := m.byID[in.ID]
+	switch {
+	case e == nil:
+		m.ignore("result for unknown event %s", in.ID)
+		return
+	case e.rec.State.Terminal():
+		m.ignore("result for %s#%d, already %s", in.ID, in.Attempt, e.rec.State)
+		return
+	case !e.inFlight:
+		m.ignore("result for %s#%d, no attempt in flight", in.ID, in.Attempt)
+		return
+	case in.Attempt != e.rec.Attempts:
+		m.ignore("result for %s#%d, attempt %d is in flight", in.ID, in.Attempt, e.rec.Attempts)
+		return
+	}
+	m.land(e)
+	switch in.Outcome {
+	case OutcomeDelivered:
+		m.streak = 0
+		m.setState(e, Delivered, NotDead)
+	case OutcomeRefused:
+		// The channel answered, so it is alive; the event is at fault.
+		m.streak = 0
+		m.kill(e, Rejected)
+	case OutcomeFailed, OutcomeTimedOut:
+		m.fail(e, in.RetryAfter)
+	}
+}
+
+// land takes an entry off the wire.
+func (m *Machine) land(e *entry) {
+	e.inFlight = false
+	m.flying--
+}
+
+// fail handles a retryable failure or a timeout of the attempt that was in
+// flight.
+func (m *Machine) fail(e *entry, retryAfter time.Duration) {
+	if !e.suspect {
+		m.streak++
+	}
+	n := e.rec.Attempts
+	if n >= m.cfg.MaxAttempts {
+		m.kill(e, Exhausted)
+	} else {
+		next := m.now.Add(m.cfg.retryDelay(e.rec.ID, n, retryAfter))
+		if !next.Before(e.rec.Deadline(m.cfg)) {
+			m.kill(e, Expired)
+		} else {
+			state := Retry
+			if m.circuit == Open {
+				state = Parked
+			}
+			e.rec.NextAt = next
+			m.setState(e, state, NotDead)
+		}
+	}
+	if m.circuit == Closed && m.streak >= m.cfg.BreakerThreshold {
+		m.setCircuit(Checking)
+		m.sendProbe()
+	}
+}
+
+func (m *Machine) probeResult(in ProbeResult) {
+	switch {
+	case !m.probeOut:
+		m.ignore("probe-result %d, no probe in flight", in.N)
+		return
+	case in.N != m.probeN:
+		m.ignore("probe-result %d, probe %d is the one in flight", in.N, m.probeN)
+		return
+	}
+	m.probeOut = false
+	if in.Healthy {
+		m.probeHealthy()
+	} else {
+		m.probeFailed()
+	}
+}
+
+func (m *Machine) probeHealthy() {
+	m.streak = 0
+	m.probeFails = 0
+	switch m.circuit {
+	case Checking:
+		// The channel is fine, so whatever kept failing is at fault itself.
+		for _, e := range m.live {
+			if e.rec.State == Retry {
+				e.suspect = true
+			}
+		}
+		m.setCircuit(Closed)
+	case Open:
+		// Release the backlog; dispatch drains it in acceptance order.
+		for _, e := range m.live {
+			if e.rec.State == Parked {
+				e.rec.NextAt = m.now
+				m.setState(e, Pending, NotDead)
+			}
+		}
+		m.setCircuit(Closed)
+	default:
+		panic(fmt.Sprintf("machine: invalid transition [probe healthy in %s]: no probe is sent while closed", m.circuit))
+	}
+}
+
+func (m *Machine) probeFailed() {
+	switch m.circuit {
+	case Checking:
+		m.setCircuit(Open)
+		m.stats.CircuitOpenings++
+		for _, e := range m.live {
+			if !e.inFlight && !e.rec.State.Terminal() {
+				m.setState(e, Parked, NotDead)
+			}
+		}
+	case Open:
+	default:
+		panic(fmt.Sprintf("machine: invalid transition [probe failed in %s]: no probe is sent while closed", m.circuit))
+	}
+	m.probeFails++
+	m.probeNext = m.now.Add(m.cfg.ProbeBackoff(m.probeFails))
+}
+
+// advance does everything that time alone makes due, then sends what may
+// be sent, then computes the next wake-up.
+func (m *Machine) advance() {
+	for _, e := range m.live {
+		if e.inFlight && !m.now.Before(e.sentAt.Add(m.cfg.AttemptTimeout)) {
+			m.land(e)
+			m.fail(e, 0)
+		}
+	}
+	if m.probeOut && !m.now.Before(m.probeSent.Add(m.cfg.ProbeTimeout)) {
+		m.probeOut = false
+		m.probeFailed()
+	}
+	for _, e := range m.live {
+		if !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.rec.Deadline(m.cfg)) {
+			m.kill(e, Expired)
+		}
+	}
+	if m.circuit == Open && !m.probeOut && !m.now.Before(m.probeNext) {
+		m.sendProbe()
+	}
+	if m.circuit == Closed {
+		m.dispatch()
+	}
+	m.compact()
+	m.out.WakeAt = m.wakeAt()
+}
+
+// dispatch starts attempts, in acceptance order, while the window allows.
+func (m *Machine) dispatch() {
+	for _, e := range m.live {
+		if m.flying >= m.cfg.window() {
+			return
+		}
+		if e.rec.State.Terminal() {
+			continue
+		}
+		if e.inFlight || m.now.Before(e.rec.NextAt) {
+			if m.cfg.Ordering == Strict {
+				return // the head of the stream holds the rest
+			}
+			continue
+		}
+		m.start(e)
+	}
+}
+
+func (m *Machine) start(e *entry) {
+	if e.rec.State == Parked {
+		panic(fmt.Sprintf("machine: invalid transition [parked -> send] for %s while the circuit is %s", e.rec.ID, m.circuit))
+	}
+	if e.rec.Attempts >= m.cfg.MaxAttempts {
+		panic(fmt.Sprintf("machine: invalid transition [%s -> send] for %s: attempt %d would exceed MaxAttempts %d",
+			e.rec.State, e.rec.ID, e.rec.Attempts+1, m.cfg.MaxAttempts))
+	}
+	e.rec.Attempts++
+	e.rec.NextAt = m.now.Add(m.cfg.AttemptTimeout)
+	e.inFlight = true
+	e.sentAt = m.now
+	m.flying++
+	m.stats.Sends++
+	m.touch(e)
+	m.out.Sends = append(m.out.Sends, Send{ID: e.rec.ID, Seq: e.rec.Seq, Attempt: e.rec.Attempts, Payload: e.rec.Payload})
+}
+
+func (m *Machine) sendProbe() {
+	m.probeN++
+	m.probeOut = true
+	m.probeSent = m.now
+	m.stats.Probes++
+	m.out.Probes = append(m.out.Probes, Probe{N: m.probeN})
+}
+
+func (m *Machine) wakeAt() time.Time {
+	var wake time.Time
+	consider := func(t time.Time) {
+		if t.After(m.now) && (wake.IsZero() || t.Before(wake)) {
+			wake = t
+		}
+	}
+	if m.probeOut {
+		consider(m.probeSent.Add(m.cfg.ProbeTimeout))
+	} else if m.circuit == Open {
+		consider(m.probeNext)
+	}
+	for _, e := range m.live {
+		switch {
+		case e.rec.State.Terminal():
+			continue
+		case e.inFlight:
+			consider(e.sentAt.Add(m.cfg.AttemptTimeout))
+			continue
+		}
+		consider(e.rec.Deadline(m.cfg))
+		if m.circuit == Closed {
+			consider(e.rec.NextAt)
+		}
+	}
+	return wake
+}
+
+func (m *Machine) setState(e *entry, s State, why DeadReason) {
+	from := e.rec.State
+	if from.Terminal() {
+		panic(fmt.Sprintf("machine: invalid transition [%s -> %s] for %s: %s is terminal", from, s, e.rec.ID, from))
+	}
+	if e.inFlight {
+		panic(fmt.Sprintf("machine: invalid transition [%s -> %s] for %s while attempt %d is in flight", from, s, e.rec.ID, e.rec.Attempts))
+	}
+	e.rec.State = s
+	e.rec.Reason = why
+	if s.Terminal() {
+		m.queued--
+		e.suspect = false
+	}
+	m.touch(e)
+}
+
+func (m *Machine) kill(e *entry, why DeadReason) { m.setState(e, Dead, why) }
+
+func (m *Machine) setCircuit(to Circuit) {
+	m.out.Circuit = append(m.out.Circuit, CircuitChange{From: m.circuit, To: to})
+	m.circuit = to
+}
+
+func (m *Machine) ignore(format string, args ...any) {
+	m.stats.Ignored++
+	m.out.Ignored = fmt.Sprintf(format, args...)
+}
+
+func (m *Machine) touch(e *entry) {
+	if !e.dirty {
+		e.dirty = true
+		m.dirty = append(m.dirty, e)
+	}
+}
+
+// compact drops terminal entries from live once they pile up, keeping
+// dispatch and wakeAt linear in the waiting events, not in history.
+func (m *Machine) compact() {
+	if len(m.live) < 2*m.queued+16 {
+		return
+	}
+	m.live = slices.DeleteFunc(m.live, func(e *entry) bool { return e.rec.State.Terminal() })
+}
+
+func (m *Machine) flush() Batch {
+	slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
+	for _, e := range m.dirty {
+		m.out.Persist = append(m.out.Persist, e.rec)
+		e.dirty = false
+	}
+	m.dirty = m.dirty[:0]
+	out := m.out
+	m.out = Batch{}
+	return out
+}
+
+func cmpUint64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
