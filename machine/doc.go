@@ -44,17 +44,27 @@
 //
 // # Circuit breaker and poison events
 //
-// BreakerThreshold consecutive retryable failures (timeouts included) move
-// the circuit from closed to checking: sending stops and one probe goes
-// out. A healthy probe closes it again and marks the events then in retry
-// as suspect: the channel works, so their failures are their own (poison),
-// and they no longer count towards the streak. A suspect event keeps its
-// own budget (MaxAttempts, MaxAge) and then dies; it never opens the
-// circuit, and in strict order it holds the stream no longer than that
-// budget. A failed (or timed-out) probe opens the circuit: every event not
-// in flight is persisted as parked, new events are accepted as parked, and
-// probes repeat after Config.ProbeBackoff. The first healthy probe closes
-// the circuit and releases the backlog, which drains in acceptance order.
+// BreakerThreshold consecutive retryable failures (timeouts included, of
+// any events) move the circuit from closed to checking: sending stops and
+// one probe goes out. A healthy probe closes it again: the channel works,
+// so whatever kept failing is at fault itself (a poison event). It goes on
+// with its own backoff and budget (MaxAttempts, MaxAge) and then dies; it
+// never opens the circuit, and in strict order it holds the stream no
+// longer than that budget. Its failures keep counting, so a poison event
+// costs a probe every BreakerThreshold failures; that is what lets the
+// breaker still trip if the channel really does go down meanwhile. A
+// failed (or timed-out) probe opens the circuit: every event not in flight
+// is persisted as parked, new events are accepted as parked, and probes
+// repeat after Config.ProbeBackoff. The first healthy probe closes the
+// circuit and releases the backlog, which drains in acceptance order. The
+// circuit closes half-open: one probe proves little on a flapping link, so
+// the first failure after it checks again at once.
+//
+// The failure streak lives in memory. Recover therefore starts the circuit
+// open if any record is parked, and checking (a probe at once, no send
+// until it answers) if any waiting record has an attempt behind it: a
+// sender restarting in a loop during an outage would otherwise never trip
+// the breaker and would burn its events' attempts.
 //
 // # Ordering
 //

@@ -30,11 +30,7 @@ type entry struct {
 	rec      Record
 	inFlight bool // rec.Attempts is out on the channel, outcome unknown
 	sentAt   time.Time
-	// suspect is set when a probe found the channel healthy while this
-	// event was failing: its failures are its own (a poison event), so they
-	// no longer count towards the circuit's streak.
-	suspect bool
-	dirty   bool // changed in the current step
+	dirty    bool // changed in the current step
 }
 
 // Stats are counters for observation; nothing in the machine reads them.
@@ -61,7 +57,7 @@ type Machine struct {
 	flying  int // entries in flight
 
 	circuit    Circuit
-	streak     int // consecutive retryable failures of non-suspect events
+	streak     int // consecutive retryable failures, any event
 	probeN     uint64
 	probeOut   bool // probe probeN is in flight
 	probeSent  time.Time
@@ -120,15 +116,26 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 		}
 	}
 	m.now = now
-	if parked {
-		// The store says the channel was down: stay open, probe at once.
-		m.circuit = Open
-		m.probeNext = now
-	}
+	troubled := false
 	for _, e := range m.live {
 		if e.rec.Attempts >= cfg.MaxAttempts {
 			m.kill(e, Exhausted)
+			continue
 		}
+		troubled = troubled || e.rec.Attempts > 0
+	}
+	switch {
+	case parked:
+		// The store says the channel was down: stay open, probe at once.
+		m.circuit = Open
+		m.probeNext = now
+	case troubled:
+		// An attempt failed or its outcome was lost with the old memory,
+		// and the failure streak was lost with it. Check the channel before
+		// sending again, so that restarts during an outage cannot keep the
+		// breaker from ever tripping while they burn the events' attempts.
+		m.circuit = Checking
+		m.sendProbe()
 	}
 	m.advance()
 	return m, m.flush(), nil
@@ -331,9 +338,7 @@ func (m *Machine) land(e *entry) {
 // fail handles a retryable failure or a timeout of the attempt that was in
 // flight.
 func (m *Machine) fail(e *entry, retryAfter time.Duration) {
-	if !e.suspect {
-		m.streak++
-	}
+	m.streak++
 	n := e.rec.Attempts
 	if n >= m.cfg.MaxAttempts {
 		m.kill(e, Exhausted)
@@ -378,14 +383,15 @@ func (m *Machine) probeHealthy() {
 	m.probeFails = 0
 	switch m.circuit {
 	case Checking:
-		// The channel is fine, so whatever kept failing is at fault itself.
-		for _, e := range m.live {
-			if e.rec.State == Retry {
-				e.suspect = true
-			}
-		}
+		// The channel is fine, so whatever kept failing is at fault itself
+		// (a poison event): it goes on with its own backoff and budget, and
+		// the stream is not parked for it.
 		m.setCircuit(Closed)
 	case Open:
+		// Half-open: the channel answered one probe, which proves little
+		// on a flapping link, so the first failure of the drain checks
+		// again at once instead of spending a whole streak of attempts.
+		m.streak = m.cfg.BreakerThreshold - 1
 		// Release the backlog; dispatch drains it in acceptance order.
 		for _, e := range m.live {
 			if e.rec.State == Parked {
@@ -530,7 +536,6 @@ func (m *Machine) setState(e *entry, s State, why DeadReason) {
 	e.rec.Reason = why
 	if s.Terminal() {
 		m.queued--
-		e.suspect = false
 	}
 	m.touch(e)
 }

@@ -1,0 +1,196 @@
+// Command simrun runs courier's deterministic simulation: it lists the
+// scenarios, runs one under a seed and replays it exactly, and writes the
+// RESULTS.md table.
+//
+// Exit codes:
+//
+//	0  every invariant and expectation held
+//	1  a safety invariant was violated (lost, applied twice, order, sends, dead letters kept, monotonic)
+//	2  usage error: unknown command, scenario or flag, bad seed
+//	3  liveness was violated (an event did not settle in time) and no safety invariant
+//	4  the scenario's own expectation failed, every invariant held
+//	5  the simulator or the machine crashed (a panic: a broken internal invariant)
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/scenarios"
+	"github.com/courierlab/courier/sim"
+)
+
+// Exit codes; see the command doc.
+const (
+	exitOK          = 0
+	exitSafety      = 1
+	exitUsage       = 2
+	exitLiveness    = 3
+	exitExpectation = 4
+	exitCrash       = 5
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  simrun list                                   the scenarios, with why each exists
+  simrun run -scenario NAME -seed N [-trace]    run one scenario under one seed
+  simrun results                                print RESULTS.md (make results writes it)
+
+exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
+4 scenario expectation failed, 5 crash
+`
+
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "list":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "simrun list takes no arguments, got %q\n", args[1:])
+			return exitUsage
+		}
+		for _, s := range scenarios.All() {
+			fmt.Fprintf(stdout, "%-20s %s\n", s.Name, s.Why)
+		}
+		return exitOK
+	case "run":
+		return runScenario(args[1:], stdout, stderr)
+	case "results":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "simrun results takes no arguments, got %q\n", args[1:])
+			return exitUsage
+		}
+		if err := writeResults(stdout); err != nil {
+			fmt.Fprintln(stderr, "simrun results:", err)
+			return exitCrash
+		}
+		return exitOK
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "simrun: unknown command %q\n%s", args[0], usage)
+		return exitUsage
+	}
+}
+
+func runScenario(args []string, stdout, stderr io.Writer) (code int) {
+	fs := flag.NewFlagSet("simrun run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("scenario", "", "scenario name (see simrun list)")
+	seedText := fs.String("seed", "", "root seed, a decimal uint64")
+	trace := fs.Bool("trace", false, "print the whole trace before the summary")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "simrun run: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	if *name == "" {
+		fmt.Fprintf(stderr, "simrun run: -scenario is required; known: %s\n", strings.Join(scenarios.Names(), ", "))
+		return exitUsage
+	}
+	sc, err := scenarios.Lookup(*name)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun run:", err)
+		return exitUsage
+	}
+	seed, err := parseSeed(*seedText)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun run:", err)
+		return exitUsage
+	}
+	replay := fmt.Sprintf("go run ./cmd/simrun run -scenario %s -seed %d -trace", sc.Name, seed)
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "simrun: crash: %v\n%s\nreproduce: %s\n", p, debug.Stack(), replay)
+			code = exitCrash
+		}
+	}()
+	r, fails, err := sc.Run(seed, sim.Options{Trace: *trace})
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun run:", err)
+		return exitCrash
+	}
+	if *trace {
+		for _, line := range r.Trace {
+			fmt.Fprintln(stdout, line)
+		}
+		fmt.Fprintln(stdout)
+	}
+	summarize(stdout, sc, r, fails)
+	fmt.Fprintf(stdout, "reproduce: %s\n", replay)
+	return verdict(r.Violations, fails)
+}
+
+// ErrBadSeed is returned for a seed that is not a decimal uint64.
+var ErrBadSeed = errors.New("bad seed")
+
+func parseSeed(s string) (uint64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: -seed is required (a decimal number from 0 to %d)", ErrBadSeed, uint64(1<<64-1))
+	}
+	seed, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not a decimal number from 0 to %d", ErrBadSeed, s, uint64(1<<64-1))
+	}
+	return seed, nil
+}
+
+func summarize(w io.Writer, sc scenarios.Scenario, r sim.Result, fails []string) {
+	s := r.Stats
+	fmt.Fprintf(w, "scenario %s, seed %d: %s\n", sc.Name, r.Seed, sc.Why)
+	fmt.Fprintf(w, "faults:   %s\n", sc.Faults)
+	fmt.Fprintf(w, "events:   %d accepted, %d applied, %d dead, %d lost, %d applied twice\n",
+		s.Accepted, s.Applied, s.Dead, s.Lost, s.AppliedTwice)
+	fmt.Fprintf(w, "receiver: %d duplicates discarded, %d fenced\n", s.Duplicates, s.Fenced)
+	fmt.Fprintf(w, "sender:   %d offers, %d sends (most for one event %d), %d probes, %d circuit openings, %d restarts (%d mid-batch)\n",
+		s.Offers, s.Sends, s.MaxSends, s.Probes, s.CircuitOpenings, s.Restarts, s.Crashes)
+	fmt.Fprintf(w, "time:     drained in %v, stopped at %v (virtual)\n", s.Drain, s.End)
+	fmt.Fprintf(w, "trace:    %d observations, hash %s\n", len(r.Run.Entries), r.Hash)
+	if len(r.Violations) == 0 {
+		fmt.Fprintf(w, "invariants: all %d held (%s)\n", len(invariants.Names), strings.Join(invariants.Names, ", "))
+	} else {
+		fmt.Fprintf(w, "invariants: %d violations\n", len(r.Violations))
+		for _, v := range r.Violations {
+			fmt.Fprintf(w, "  VIOLATION %s\n", v)
+		}
+	}
+	if len(fails) == 0 {
+		fmt.Fprintf(w, "expected: %s: held\n", sc.Expect)
+	} else {
+		for _, f := range fails {
+			fmt.Fprintf(w, "  EXPECTATION FAILED %s\n", f)
+		}
+	}
+}
+
+func verdict(vs []invariants.Violation, fails []string) int {
+	liveness := false
+	for _, v := range vs {
+		if v.Invariant != invariants.Liveness {
+			return exitSafety
+		}
+		liveness = true
+	}
+	switch {
+	case liveness:
+		return exitLiveness
+	case len(fails) > 0:
+		return exitExpectation
+	}
+	return exitOK
+}

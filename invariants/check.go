@@ -1,0 +1,265 @@
+package invariants
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+)
+
+// The invariants, by the name a Violation carries.
+const (
+	// NothingLost: every event the producer was told is accepted was
+	// persisted first, stays in the store, and ends applied by the
+	// receiver or dead with its reason (or, in a run stopped early, still
+	// queued). "delivered" in the store means the receiver applied it.
+	NothingLost = "nothing-lost"
+	// AppliedOnce: the receiver applied each ID at most once, only IDs
+	// that were accepted, and acceptance of a known ID made no new event.
+	AppliedOnce = "applied-once"
+	// Order: in strict mode the sender starts an attempt of event s only
+	// when every earlier event is delivered or dead, and the receiver
+	// applies events in increasing acceptance order.
+	Order = "order"
+	// BoundedSends: no event is sent more than MaxAttempts times across
+	// restarts; each attempt is persisted before it is sent and numbered
+	// above the last; nothing is sent after the event is terminal; and
+	// nothing but probes is sent while the circuit is checking or open.
+	BoundedSends = "bounded-sends"
+	// DeadKept: a dead event stays in the store, dead, with its reason.
+	DeadKept = "dead-kept"
+	// Monotonic: a terminal state never changes and an attempt count
+	// never decreases.
+	Monotonic = "monotonic"
+	// Liveness: every event is delivered or dead by its deadline: MaxAge
+	// plus one AttemptTimeout after acceptance, and LivenessBound after
+	// the faults healed (or after its acceptance, if later).
+	Liveness = "liveness"
+)
+
+// Names lists every invariant, in the order reports show them.
+var Names = []string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, Monotonic, Liveness}
+
+// LivenessBound is how long after the faults heal every event must settle,
+// derived from the policy: the longest the sender can still be waiting
+// (a probe backoff and timeout, an attempt timeout, the longest retry
+// delay), then one round trip of at most 2*latency per event, then the
+// whole budget of each poison (or stubborn) event, which keeps failing
+// after the channel heals.
+func LivenessBound(p machine.Config, events, poison int, latency time.Duration) time.Duration {
+	settle := p.ProbeMaxInterval + p.ProbeTimeout + p.AttemptTimeout + max(p.MaxBackoff, p.MaxRetryAfter)
+	perEvent := 2 * latency
+	perPoison := time.Duration(p.MaxAttempts) * (p.MaxBackoff + p.AttemptTimeout + p.ProbeTimeout + 2*latency)
+	return settle + time.Duration(events)*perEvent + time.Duration(poison)*perPoison
+}
+
+type eventView struct {
+	seq       uint64
+	acked     bool
+	ackStep   int
+	persisted bool
+	rec       machine.Record // latest persisted
+	doneAt    time.Time      // when it was first persisted terminal
+	sends     int
+	applied   int
+	everDead  bool
+	deadRec   machine.Record
+}
+
+// Check judges a run and returns every violation found, in step order
+// (final-state ones last). No violations means every invariant held.
+func Check(run Run) []Violation {
+	c := checker{run: run, events: map[string]*eventView{}}
+	for _, e := range run.Entries {
+		c.entry(e)
+	}
+	c.final()
+	return c.out
+}
+
+type checker struct {
+	run     Run
+	events  map[string]*eventView
+	order   []string // IDs in order of first persistence (acceptance order)
+	circuit machine.Circuit
+	applied uint64 // highest seq applied (strict)
+	out     []Violation
+}
+
+func (c *checker) fail(inv, id string, step int, format string, args ...any) {
+	c.out = append(c.out, Violation{Invariant: inv, ID: id, Step: step, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) view(id string) *eventView {
+	v := c.events[id]
+	if v == nil {
+		v = &eventView{}
+		c.events[id] = v
+	}
+	return v
+}
+
+func (c *checker) entry(e Entry) {
+	switch e.Kind {
+	case Acked:
+		v := c.view(e.ID)
+		if !v.persisted {
+			c.fail(NothingLost, e.ID, e.Step, "acknowledged before it was persisted")
+		}
+		if v.seq != 0 && v.seq != e.Seq {
+			c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, v.seq)
+		}
+		if !v.acked {
+			v.acked, v.ackStep = true, e.Step
+		}
+	case Persisted:
+		c.persisted(e)
+	case Sent:
+		c.sent(e)
+	case Applied:
+		v := c.view(e.ID)
+		v.applied++
+		if v.applied > 1 {
+			c.fail(AppliedOnce, e.ID, e.Step, "applied %d times", v.applied)
+		}
+		if !v.persisted {
+			c.fail(AppliedOnce, e.ID, e.Step, "applied, but never accepted")
+		}
+		if c.run.Policy.Ordering == machine.Strict {
+			if v.seq <= c.applied {
+				c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.seq, c.applied)
+			}
+			c.applied = max(c.applied, v.seq)
+		}
+	case CircuitChanged:
+		c.circuit = e.Circuit
+	case Restarted:
+		c.circuit = 0
+	case Probed, Discarded:
+	}
+}
+
+func (c *checker) persisted(e Entry) {
+	r := e.Record
+	v := c.view(r.ID)
+	if !v.persisted {
+		v.persisted = true
+		v.seq = r.Seq
+		c.order = append(c.order, r.ID)
+	} else {
+		prev := v.rec
+		if prev.Seq != r.Seq {
+			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
+		}
+		if prev.State.Terminal() && (prev.State != r.State || prev.Reason != r.Reason) {
+			inv := Monotonic
+			if prev.State == machine.Dead {
+				inv = DeadKept
+			}
+			c.fail(inv, r.ID, e.Step, "terminal state %s changed to %s", describe(prev), describe(r))
+		}
+		if r.Attempts < prev.Attempts {
+			c.fail(Monotonic, r.ID, e.Step, "attempts went from %d down to %d", prev.Attempts, r.Attempts)
+		}
+	}
+	if r.State.Terminal() && v.doneAt.IsZero() {
+		v.doneAt = e.At
+	}
+	if r.State == machine.Dead && !v.everDead {
+		v.everDead, v.deadRec = true, r
+	}
+	v.rec = r
+}
+
+func (c *checker) sent(e Entry) {
+	v := c.view(e.ID)
+	p := c.run.Policy
+	v.sends++
+	switch {
+	case !v.persisted:
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent, but the event was never persisted", e.Attempt)
+		return
+	case v.sends > p.MaxAttempts:
+		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
+	}
+	if v.rec.Attempts < e.Attempt {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
+	}
+	if v.rec.State.Terminal() {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent after the event was %s", e.Attempt, v.rec.State)
+	}
+	if c.circuit == machine.Open || c.circuit == machine.Checking {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the circuit was %s", e.Attempt, c.circuit)
+	}
+	if p.Ordering == machine.Strict {
+		for _, id := range c.order {
+			w := c.events[id]
+			if w.seq >= v.seq {
+				break
+			}
+			if !w.rec.State.Terminal() {
+				c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, id, w.rec.State)
+				break
+			}
+		}
+	}
+}
+
+func (c *checker) final() {
+	final := make(map[string]machine.Record, len(c.run.Final))
+	var end time.Time
+	for _, r := range c.run.Final {
+		final[r.ID] = r
+	}
+	if n := len(c.run.Entries); n > 0 {
+		end = c.run.Entries[n-1].At
+	}
+	for _, id := range c.order {
+		v := c.events[id]
+		r, ok := final[id]
+		switch {
+		case !ok:
+			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
+			continue
+		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadRec.Reason):
+			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadRec.Reason, describe(r))
+		case r.State == machine.Delivered && v.applied == 0:
+			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
+		case !r.State.Terminal() && c.run.Finished:
+			c.fail(Liveness, id, -1, "still %s when the run finished", describe(r))
+		}
+		c.liveness(id, v, r, end)
+	}
+}
+
+// liveness checks that the event settled by its deadline.
+func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
+	p := c.run.Policy
+	deadline := r.AcceptedAt.Add(p.MaxAge + p.AttemptTimeout)
+	if c.run.LivenessBound > 0 {
+		from := r.AcceptedAt
+		if c.run.HealedAt.After(from) {
+			from = c.run.HealedAt
+		}
+		if b := from.Add(c.run.LivenessBound); b.Before(deadline) {
+			deadline = b
+		}
+	}
+	settled := v.doneAt
+	if settled.IsZero() {
+		if end.After(deadline) {
+			c.fail(Liveness, id, -1, "not settled by %v after acceptance (run went on to %v)", deadline.Sub(r.AcceptedAt), end.Sub(r.AcceptedAt))
+		}
+		return
+	}
+	if settled.After(deadline) {
+		c.fail(Liveness, id, -1, "settled %v after acceptance, past its deadline of %v", settled.Sub(r.AcceptedAt), deadline.Sub(r.AcceptedAt))
+	}
+}
+
+func describe(r machine.Record) string {
+	if r.State == machine.Dead {
+		return "dead (" + r.Reason.String() + ")"
+	}
+	return r.State.String()
+}

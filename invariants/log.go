@@ -1,0 +1,105 @@
+package invariants
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+)
+
+// Kind is what an Entry records.
+type Kind uint8
+
+const (
+	// Acked: the producer received an acknowledgement for ID (Seq).
+	Acked Kind = iota + 1
+	// Persisted: the store durably holds Record.
+	Persisted
+	// Sent: attempt Attempt of ID left the sender.
+	Sent
+	// Probed: a health probe left the sender.
+	Probed
+	// Applied: the receiver applied ID; its effect took place.
+	Applied
+	// Discarded: the receiver got ID again and discarded it (Detail says
+	// why: "duplicate" or "fenced").
+	Discarded
+	// CircuitChanged: the sender's circuit went to Circuit.
+	CircuitChanged
+	// Restarted: the sender lost its memory and was rebuilt from the
+	// store. Its circuit is reported by the CircuitChanged that follows.
+	Restarted
+)
+
+var kindNames = [...]string{
+	Acked: "acked", Persisted: "persisted", Sent: "sent", Probed: "probed",
+	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
+}
+
+func (k Kind) String() string {
+	if k >= Acked && k <= Restarted {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Entry is one observation of a run. Step is its index in Run.Entries.
+type Entry struct {
+	Step    int
+	At      time.Time
+	Kind    Kind
+	ID      string
+	Seq     uint64
+	Attempt int
+	// Record is set on Persisted.
+	Record machine.Record
+	// Circuit is set on CircuitChanged.
+	Circuit machine.Circuit
+	Detail  string
+}
+
+// Run is everything the checker needs of one run: what was observed, in
+// order, and what the store held at the end. It is built by the simulator
+// today and by a real runtime's recorder later; the checker knows nothing
+// of either.
+type Run struct {
+	Policy  machine.Config
+	Entries []Entry
+	// Final is the store's content at the end of the run.
+	Final []machine.Record
+	// Finished is true when the run went on until nothing was left to do
+	// (or its time limit), so that every event should have settled; false
+	// when it was stopped early on purpose.
+	Finished bool
+	// HealedAt is the instant from which no fault was injected; zero if
+	// the run had no faults.
+	HealedAt time.Time
+	// LivenessBound is how long after HealedAt every event must have
+	// reached delivered or dead (see LivenessBound).
+	LivenessBound time.Duration
+}
+
+// Add appends an entry, numbering it.
+func (r *Run) Add(e Entry) {
+	e.Step = len(r.Entries)
+	r.Entries = append(r.Entries, e)
+}
+
+// Violation is a broken guarantee: which, of which event, where.
+type Violation struct {
+	Invariant string
+	ID        string // empty when the violation is not about one event
+	Step      int    // index in Run.Entries; -1 when it is about the final state
+	Detail    string
+}
+
+func (v Violation) String() string {
+	where := "final state"
+	if v.Step >= 0 {
+		where = fmt.Sprintf("step %d", v.Step)
+	}
+	if v.ID != "" {
+		return fmt.Sprintf("%s: event %s at %s: %s", v.Invariant, v.ID, where, v.Detail)
+	}
+	return fmt.Sprintf("%s: at %s: %s", v.Invariant, where, v.Detail)
+}

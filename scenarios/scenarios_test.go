@@ -1,0 +1,37 @@
+// Every scenario, over many seeds, holds every invariant and shows what it
+// exists to show; the same seed always gives the same trace.
+package scenarios
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/courierlab/courier/sim"
+)
+
+// seedsPerScenario is the floor the project holds itself to: 50 seeds of
+// every scenario in every `go test` run.
+const seedsPerScenario = 50
+
+func TestScenariosHoldInvariants(t *testing.T) {
+	for _, sc := range All() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			for seed := uint64(1); seed <= seedsPerScenario; seed++ {
+				r, fails, err := sc.Run(seed, sim.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range r.Violations {
+					t.Errorf("seed %d: %s\n  replay: go run ./cmd/simrun run -scenario %s -seed %d -trace", seed, v, sc.Name, seed)
+				}
+				for _, f := range fails {
+					t.Errorf("seed %d: expectation failed: %s\n  replay: go run ./cmd/simrun run -scenario %s -seed %d -trace", seed, f, sc.Name, seed)
+				}
+				if testing.Verbose() && seed <= 3 {
+					fmt.Printf("%s seed %d: %+v\n", sc.Name, seed, r.Stats)
+				}
+			}
+		})
+	}
+}

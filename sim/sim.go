@@ -1,0 +1,452 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+)
+
+// Epoch is the virtual instant every run starts at. Traces print times as
+// offsets from it.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options choose what a run keeps besides its summary.
+type Options struct {
+	// Trace keeps every trace line in Result.Trace. The hash is computed
+	// either way.
+	Trace bool
+}
+
+// Result is what one run produced.
+type Result struct {
+	Seed  uint64
+	World World
+	// Trace is every input, effect and fault as a stable line (only with
+	// Options.Trace); Hash is the SHA-256 of all of them, first 16 hex
+	// digits: same seed and world, same hash, on any platform.
+	Trace []string
+	Hash  string
+	// Run is the observation log the checker judged.
+	Run        invariants.Run
+	Violations []invariants.Violation
+	Stats      Stats
+}
+
+// Stats summarise a run. Every figure is counted from what happened.
+type Stats struct {
+	Offers          int // offers the producer made, resends included
+	Accepted        int // distinct events acknowledged to the producer
+	Applied         int // distinct events the receiver applied
+	Duplicates      int // deliveries the receiver discarded as duplicates
+	Fenced          int // deliveries the receiver refused as out of order
+	Dead            int // events dead in the store at the end
+	Lost            int // acknowledged events neither applied nor dead
+	AppliedTwice    int // events the receiver applied more than once
+	Sends           int // attempts sent, all events, all incarnations
+	MaxSends        int // the most attempts of any one event
+	Probes          int
+	CircuitOpenings int
+	Restarts        int
+	Crashes         int           // restarts that cut a batch after its persist
+	Drain           time.Duration // from the first offer until every event settled
+	End             time.Duration // virtual time when the run stopped
+}
+
+// Run simulates world under seed. It returns an error only for an invalid
+// world; violations of the guarantees are in Result.Violations.
+func Run(world World, seed uint64, opt Options) (Result, error) {
+	if err := world.Validate(); err != nil {
+		return Result{}, err
+	}
+	s := newSim(world, seed, opt)
+	if err := s.simulate(); err != nil {
+		return Result{}, err
+	}
+	return s.result(), nil
+}
+
+type sim struct {
+	w    World
+	seed uint64
+	opt  Options
+	now  time.Time
+	q    queue
+
+	store *Store
+	recv  *receiver
+	m     *machine.Machine
+	inc   int // incarnation of the sender, from 1
+
+	tickToken int       // ticks of older tokens are stale
+	tickAt    time.Time // when the current token's tick fires; zero if none
+
+	// Streams, one per part of the world.
+	rProducer, rChannel, rRestart *rand.Rand
+
+	acked      map[string]bool
+	answered   map[attemptKey]bool // the sender already has an outcome
+	firstOffer time.Time
+	lastSettle time.Time
+
+	run   invariants.Run
+	trace []string
+	hash  hash.Hash
+	stats Stats
+}
+
+type attemptKey struct {
+	id      string
+	attempt int
+	inc     int
+}
+
+func newSim(w World, seed uint64, opt Options) *sim {
+	s := &sim{
+		w: w, seed: seed, opt: opt, now: Epoch,
+		store:     newStore(),
+		recv:      newReceiver(w.Receiver),
+		rProducer: stream(seed, "producer"),
+		rChannel:  stream(seed, "channel"),
+		rRestart:  stream(seed, "restart"),
+		acked:     map[string]bool{},
+		answered:  map[attemptKey]bool{},
+		hash:      sha256.New(),
+	}
+	s.run.Policy = w.Policy
+	if w.FaultsEnd > 0 {
+		s.run.HealedAt = Epoch.Add(w.FaultsEnd)
+	}
+	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
+	s.run.LivenessBound = invariants.LivenessBound(w.Policy, w.Events, poison, w.Channel.LatencyMax)
+	return s
+}
+
+func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
+
+func (s *sim) logf(format string, args ...any) {
+	line := fmt.Sprintf("%10s  %s", machine.FormatInstant(s.now, Epoch), fmt.Sprintf(format, args...))
+	s.hash.Write([]byte(line))
+	s.hash.Write([]byte{'\n'})
+	if s.opt.Trace {
+		s.trace = append(s.trace, line)
+	}
+}
+
+func (s *sim) observe(e invariants.Entry) {
+	e.At = s.now
+	s.run.Add(e)
+}
+
+func (s *sim) simulate() error {
+	w := s.w
+	s.logf("world seed=%d events=%d ordering=%s faults-end=%v", s.seed, w.Events, w.Policy.Ordering, w.FaultsEnd)
+	m, err := machine.New(w.Policy)
+	if err != nil {
+		return err
+	}
+	s.m, s.inc = m, 1
+	s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
+
+	// The workload: offers at drawn instants.
+	at := time.Duration(0)
+	var lastOffer time.Duration
+	for i := range w.Events {
+		id := EventID(i)
+		at += between(s.rProducer, 0, 2*w.Interarrival)
+		lastOffer = at
+		s.q.schedule(Epoch.Add(at), func() { s.offer(id, 1) })
+		if w.Producer.SendTwice {
+			again := at + between(s.rProducer, 0, w.Producer.TwiceDelay)
+			s.q.schedule(Epoch.Add(again), func() { s.offer(id, 2) })
+		}
+	}
+	// Restarts: fixed, then drawn.
+	restarts := slices.Clone(w.Restarts.At)
+	for range w.Restarts.Random {
+		restarts = append(restarts, between(s.rRestart, 0, w.FaultsEnd))
+	}
+	for _, at := range restarts {
+		s.q.schedule(Epoch.Add(at), func() { s.restart("scheduled") })
+	}
+
+	limit := w.MaxDuration
+	if limit == 0 {
+		limit = max(lastOffer, w.FaultsEnd) + w.Policy.MaxAge + w.Policy.AttemptTimeout + time.Minute
+	}
+	end := Epoch.Add(limit)
+	for s.q.Len() > 0 {
+		h := s.q.next()
+		if h.at.After(end) {
+			s.now = end
+			s.logf("stop: time limit %v reached with %d happenings pending", limit, s.q.Len()+1)
+			break
+		}
+		s.now = h.at
+		h.do()
+	}
+	s.run.Finished = true
+	s.run.Final = s.store.Records()
+	s.logf("end")
+	return nil
+}
+
+// step feeds one input to the current sender and carries out its batch.
+// Only an Accept may be refused (queue full); any other error is a bug in
+// the simulator or the machine, and stops the run loudly.
+func (s *sim) step(in machine.Input) {
+	s.logf("in   %s", in.Format(Epoch))
+	b, err := s.m.Step(in)
+	if _, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
+		s.logf("out  refused: queue full")
+		return
+	}
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: machine rejected %s: %v", s.seed, in.Format(Epoch), err))
+	}
+	s.execute(b)
+}
+
+// execute carries out a batch in the order its contract requires.
+func (s *sim) execute(b machine.Batch) {
+	if b.Ignored != "" {
+		s.logf("out  ignored: %s", b.Ignored)
+	}
+	for _, c := range b.Circuit {
+		s.logf("out  circuit %s -> %s", c.From, c.To)
+		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: c.To})
+		if c.To == machine.Open {
+			s.stats.CircuitOpenings++
+		}
+	}
+	// 1. Persist, atomically.
+	s.store.Apply(b.Persist)
+	for _, r := range b.Persist {
+		s.logf("out  persist %s", r.Format(Epoch))
+		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: r.ID, Seq: r.Seq, Record: r})
+		if r.State.Terminal() {
+			s.lastSettle = s.now
+		}
+	}
+	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&
+		s.stats.Crashes < s.w.Restarts.MaxCrashes && chance(s.rRestart, s.w.Restarts.CrashAfterPersistRate) {
+		s.stats.Crashes++
+		s.restart("crash after persist, before acks and sends")
+		return
+	}
+	// 2. Acknowledge.
+	for _, a := range b.Acks {
+		if a.Duplicate {
+			s.logf("out  ack %s seq=%d duplicate", a.ID, a.Seq)
+		} else {
+			s.logf("out  ack %s seq=%d", a.ID, a.Seq)
+		}
+		s.observe(invariants.Entry{Kind: invariants.Acked, ID: a.ID, Seq: a.Seq})
+		s.acked[a.ID] = true
+	}
+	// 3. Send and probe.
+	for _, x := range b.Sends {
+		s.logf("out  send %s#%d seq=%d", x.ID, x.Attempt, x.Seq)
+		s.observe(invariants.Entry{Kind: invariants.Sent, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
+		s.stats.Sends++
+		s.send(x)
+	}
+	for _, p := range b.Probes {
+		s.logf("out  probe %d", p.N)
+		s.observe(invariants.Entry{Kind: invariants.Probed, Detail: fmt.Sprint(p.N)})
+		s.stats.Probes++
+		s.probe(p)
+	}
+	// 4. Wake.
+	if !b.WakeAt.IsZero() && (s.tickAt.IsZero() || b.WakeAt.Before(s.tickAt)) {
+		s.tickToken++
+		token := s.tickToken
+		s.tickAt = b.WakeAt
+		s.q.schedule(b.WakeAt, func() {
+			if token != s.tickToken {
+				return // superseded by an earlier wake or a restart
+			}
+			s.tickAt = time.Time{}
+			s.step(machine.Tick{At: s.now})
+		})
+	}
+}
+
+// offer is the producer offering event id; copy counts its offers.
+func (s *sim) offer(id string, copy int) {
+	if s.firstOffer.IsZero() {
+		s.firstOffer = s.now
+	}
+	s.stats.Offers++
+	s.logf("producer offers %s (copy %d)", id, copy)
+	s.step(machine.Accept{At: s.now, ID: id, Payload: fmt.Appendf(nil, `{"event":%q}`, id)})
+	// The producer keeps the event until it is acknowledged.
+	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
+		if !s.acked[id] {
+			s.logf("producer got no ack for %s; offers it again", id)
+			s.offer(id, copy+1)
+		}
+	})
+}
+
+func (s *sim) latency() time.Duration {
+	return between(s.rChannel, s.w.Channel.LatencyMin, s.w.Channel.LatencyMax)
+}
+
+func (s *sim) inWindows(ws []Window) bool {
+	d := s.now.Sub(Epoch)
+	for _, w := range ws {
+		if w.contains(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// send puts one attempt on the channel. Whatever happens, the sender gets
+// exactly one outcome for it: the reply, or a timeout at ClientTimeout.
+func (s *sim) send(x machine.Send) {
+	c := s.w.Channel
+	key := attemptKey{x.ID, x.Attempt, s.inc}
+	answer := func(at time.Time, outcome machine.Outcome, why string) {
+		s.q.schedule(at, func() {
+			if s.answered[key] {
+				s.logf("reply %s#%d %s dropped: the sender gave up on it", x.ID, x.Attempt, outcome)
+				return
+			}
+			s.answered[key] = true
+			if why != "" {
+				s.logf("channel %s#%d: %s", x.ID, x.Attempt, why)
+			}
+			s.step(machine.Result{At: s.now, ID: x.ID, Attempt: x.Attempt, Outcome: outcome})
+		})
+	}
+	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, "client timeout")
+	switch {
+	case s.inWindows(c.Outages):
+		s.logf("fault outage: %s#%d refused", x.ID, x.Attempt)
+		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, "connection refused")
+		return
+	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
+		s.logf("fault flap: %s#%d fails", x.ID, x.Attempt)
+		answer(s.now.Add(s.latency()), machine.OutcomeFailed, "502 from the flapping link")
+		return
+	}
+	arrive := s.latency()
+	if s.faulty() && chance(s.rChannel, c.LateRate) {
+		arrive += c.LateDelay
+		s.logf("fault late: %s#%d held %v in the network", x.ID, x.Attempt, c.LateDelay)
+	}
+	lose := s.faulty() && chance(s.rChannel, c.LostAckRate)
+	back := s.latency()
+	s.q.schedule(s.now.Add(arrive), func() {
+		v := s.recv.deliver(x)
+		s.logf("receiver %s %s seq=%d (attempt %d)", v, x.ID, x.Seq, x.Attempt)
+		switch v {
+		case applied:
+			s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
+		case duplicate, fenced:
+			s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt, Detail: v.String()})
+		}
+		if lose {
+			s.logf("fault lost-ack: reply to %s#%d lost", x.ID, x.Attempt)
+			return
+		}
+		answer(s.now.Add(back), v.outcome(), "")
+	})
+}
+
+// probe checks the channel: down in an outage, maybe down while flapping.
+func (s *sim) probe(p machine.Probe) {
+	c := s.w.Channel
+	healthy := true
+	delay := 2 * s.latency()
+	switch {
+	case s.inWindows(c.Outages):
+		healthy, delay = false, c.LatencyMin
+	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
+		healthy = false
+	}
+	inc := s.inc
+	s.q.schedule(s.now.Add(delay), func() {
+		if inc != s.inc {
+			s.logf("probe %d reply dropped: the sender restarted", p.N)
+			return
+		}
+		s.step(machine.ProbeResult{At: s.now, N: p.N, Healthy: healthy})
+	})
+}
+
+// restart drops the sender's memory and rebuilds it from the store. What
+// is on the wire stays there and may still land.
+func (s *sim) restart(why string) {
+	s.stats.Restarts++
+	s.inc++
+	s.tickToken++
+	s.tickAt = time.Time{}
+	s.logf("restart %d: %s", s.inc, why)
+	s.observe(invariants.Entry{Kind: invariants.Restarted, Detail: why})
+	m, b, err := machine.Recover(s.w.Policy, s.now, s.store.Records())
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: recover: %v", s.seed, err))
+	}
+	s.m = m
+	s.logf("out  circuit %s (recovered)", m.Circuit())
+	s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
+	s.execute(b)
+}
+
+func (s *sim) result() Result {
+	st := s.stats
+	final := s.run.Final
+	sends := map[string]int{}
+	for _, e := range s.run.Entries {
+		if e.Kind == invariants.Sent {
+			sends[e.ID]++
+		}
+	}
+	for _, r := range final {
+		st.MaxSends = max(st.MaxSends, sends[r.ID])
+		if r.State == machine.Dead {
+			st.Dead++
+		}
+	}
+	// Counted per event of the workload, in a fixed order.
+	for i := range s.w.Events {
+		id := EventID(i)
+		if !s.acked[id] {
+			continue
+		}
+		st.Accepted++
+		r, stored := s.store.records[id]
+		if !stored || (s.recv.applied[id] == 0 && r.State != machine.Dead) {
+			st.Lost++
+		}
+		if s.recv.applied[id] > 1 {
+			st.AppliedTwice++
+		}
+	}
+	st.Applied = len(s.recv.applied)
+	st.Duplicates = s.recv.dups
+	st.Fenced = s.recv.fenced
+	if !s.firstOffer.IsZero() {
+		st.Drain = s.lastSettle.Sub(s.firstOffer)
+	}
+	st.End = s.now.Sub(Epoch)
+	return Result{
+		Seed:       s.seed,
+		World:      s.w,
+		Trace:      s.trace,
+		Hash:       hex.EncodeToString(s.hash.Sum(nil))[:16],
+		Run:        s.run,
+		Violations: invariants.Check(s.run),
+		Stats:      st,
+	}
+}

@@ -1,0 +1,185 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+)
+
+// World is everything a run needs besides its seed: the policy, the
+// workload and the faults. Offsets are virtual time since the run's epoch.
+// Every fault is injected only before FaultsEnd; after it the run is in
+// its liveness phase and must converge (poison and stubborn events are
+// properties of events, not faults, and never heal).
+type World struct {
+	Policy machine.Config
+
+	// Events is how many distinct events the producer offers, one every
+	// Interarrival on average (gaps drawn uniformly in [0, 2*Interarrival]).
+	Events       int
+	Interarrival time.Duration
+
+	Producer Producer
+	Channel  Channel
+	Receiver Receiver
+	Restarts Restarts
+
+	// FaultsEnd is when every fault stops: the start of the liveness phase.
+	FaultsEnd time.Duration
+	// MaxDuration stops the run if it has not settled by then. Zero: the
+	// last offer plus MaxAge plus AttemptTimeout plus a minute, by which
+	// every event must be terminal.
+	MaxDuration time.Duration
+}
+
+// Producer offers the events and resends one (same ID) whose
+// acknowledgement does not come within AckTimeout.
+type Producer struct {
+	AckTimeout time.Duration
+	// SendTwice offers every event twice; the second copy follows within
+	// TwiceDelay (zero: at the same instant), so the copies may race.
+	SendTwice  bool
+	TwiceDelay time.Duration
+}
+
+// Window is a span of virtual time, [From, To).
+type Window struct {
+	From, To time.Duration
+}
+
+func (w Window) String() string { return fmt.Sprintf("[%v,%v)", w.From, w.To) }
+
+func (w Window) contains(d time.Duration) bool { return d >= w.From && d < w.To }
+
+// Channel is the network between sender and receiver.
+type Channel struct {
+	// One-way latency, drawn uniformly in [LatencyMin, LatencyMax].
+	LatencyMin, LatencyMax time.Duration
+	// ClientTimeout is when the sender stops waiting for a reply and
+	// reports the attempt as timed out (result unknown).
+	ClientTimeout time.Duration
+	// Outages: sends and probes started inside one are refused (the
+	// receiver is unreachable) after one LatencyMin.
+	Outages []Window
+	// Flapping: inside one, each send or probe fails with FlapFailRate
+	// before it reaches the receiver.
+	Flapping     []Window
+	FlapFailRate float64
+	// LostAckRate: the receiver handled the request but its reply is
+	// lost; the sender times out. The receiver's effect stands.
+	LostAckRate float64
+	// LateRate: the request is held in the network for LateDelay more,
+	// usually past ClientTimeout, so it lands after the sender gave up
+	// (and maybe after the event was given up or restarted).
+	LateRate  float64
+	LateDelay time.Duration
+}
+
+// Receiver is the downstream system.
+type Receiver struct {
+	// Poison IDs are answered with a retryable failure, always.
+	Poison []string
+	// Stubborn IDs fail their first Failures deliveries, then succeed.
+	Stubborn []Stubborn
+	// Fence makes the receiver apply only sequences above the highest it
+	// applied: in strict order a late attempt can never apply out of
+	// order. Meaningful only with strict ordering.
+	Fence bool
+	// NoDedup is a planted fault for tests of the checker: the receiver
+	// applies every delivery, duplicates included.
+	NoDedup bool
+}
+
+// Stubborn is an event that fails its first Failures deliveries.
+type Stubborn struct {
+	ID       string
+	Failures int
+}
+
+// Restarts drops the sender's memory and rebuilds it from the store.
+type Restarts struct {
+	// At are fixed instants of restarts.
+	At []time.Duration
+	// Random more restarts, at instants drawn in [0, FaultsEnd).
+	Random int
+	// CrashAfterPersistRate: after a batch that acknowledges or sends is
+	// persisted, the sender crashes with this probability before it acks
+	// or sends anything (at most MaxCrashes times).
+	CrashAfterPersistRate float64
+	MaxCrashes            int
+}
+
+// ErrInvalidWorld is wrapped by every error that World.Validate returns.
+var ErrInvalidWorld = errors.New("sim: invalid world")
+
+// Validate reports the first field that is out of range, by name.
+func (w World) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
+	}
+	if err := w.Policy.Validate(); err != nil {
+		return fmt.Errorf("%w: Policy: %w", ErrInvalidWorld, err)
+	}
+	rate := func(name string, r float64) error {
+		if r < 0 || r > 1 {
+			return bad(name, "is %v; must be within 0..1", r)
+		}
+		return nil
+	}
+	switch {
+	case w.Events < 1 || w.Events > 100_000:
+		return bad("Events", "is %d; must be within 1..100000", w.Events)
+	case w.Interarrival < 0:
+		return bad("Interarrival", "is %v; must not be negative", w.Interarrival)
+	case w.Producer.AckTimeout <= 0:
+		return bad("Producer.AckTimeout", "is %v; must be positive", w.Producer.AckTimeout)
+	case w.Producer.TwiceDelay < 0:
+		return bad("Producer.TwiceDelay", "is %v; must not be negative", w.Producer.TwiceDelay)
+	case w.Channel.LatencyMin < 0 || w.Channel.LatencyMax < w.Channel.LatencyMin:
+		return bad("Channel.LatencyMax", "is %v; must be at least LatencyMin (%v), which must not be negative", w.Channel.LatencyMax, w.Channel.LatencyMin)
+	case w.Channel.ClientTimeout <= 0:
+		return bad("Channel.ClientTimeout", "is %v; must be positive", w.Channel.ClientTimeout)
+	case w.Channel.LateDelay < 0:
+		return bad("Channel.LateDelay", "is %v; must not be negative", w.Channel.LateDelay)
+	case w.FaultsEnd < 0:
+		return bad("FaultsEnd", "is %v; must not be negative", w.FaultsEnd)
+	case w.MaxDuration < 0:
+		return bad("MaxDuration", "is %v; must not be negative", w.MaxDuration)
+	case w.Restarts.Random < 0 || w.Restarts.MaxCrashes < 0:
+		return bad("Restarts", "counts must not be negative")
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{
+		{"Channel.FlapFailRate", w.Channel.FlapFailRate},
+		{"Channel.LostAckRate", w.Channel.LostAckRate},
+		{"Channel.LateRate", w.Channel.LateRate},
+		{"Restarts.CrashAfterPersistRate", w.Restarts.CrashAfterPersistRate},
+	} {
+		if err := rate(r.name, r.v); err != nil {
+			return err
+		}
+	}
+	for _, win := range append(append([]Window{}, w.Channel.Outages...), w.Channel.Flapping...) {
+		if win.To < win.From || win.To > w.FaultsEnd {
+			return bad("Channel windows", "%v must be a span that ends by FaultsEnd (%v)", win, w.FaultsEnd)
+		}
+	}
+	for _, at := range w.Restarts.At {
+		if at < 0 || at > w.FaultsEnd {
+			return bad("Restarts.At", "%v must be within [0, FaultsEnd %v]", at, w.FaultsEnd)
+		}
+	}
+	for _, s := range w.Receiver.Stubborn {
+		if s.Failures < 0 {
+			return bad("Receiver.Stubborn", "%s has %d failures", s.ID, s.Failures)
+		}
+	}
+	return nil
+}
+
+// EventID is the ID of the i-th event (from 0) of a world.
+func EventID(i int) string { return fmt.Sprintf("e%03d", i+1) }
