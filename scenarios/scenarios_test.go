@@ -9,15 +9,11 @@ import (
 	"github.com/courierlab/courier/sim"
 )
 
-// seedsPerScenario is the floor the project holds itself to: 50 seeds of
-// every scenario in every `go test` run.
-const seedsPerScenario = 50
-
 func TestScenariosHoldInvariants(t *testing.T) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			for seed := uint64(1); seed <= seedsPerScenario; seed++ {
+			for seed := uint64(1); seed <= StandardSeeds; seed++ {
 				r, fails, err := sc.Run(seed, sim.Options{})
 				if err != nil {
 					t.Fatal(err)

@@ -1,0 +1,37 @@
+// Package invariants judges a run of courier by what was observed, not by
+// what the machine believes: it reads an observation log (Run: what the
+// producer was told, what the store persisted, what was sent, what the
+// receiver applied or discarded, the circuit, restarts) and the store's
+// final content, and reports every broken guarantee as a Violation naming
+// the invariant, the event and the step.
+//
+// It is separate from the machine on purpose: it does not import the
+// simulator and does not call the machine, so the same checker judges the
+// simulator's runs today and a real runtime's recorded runs later.
+//
+// # The invariants
+//
+//   - nothing-lost: acknowledged only after persisted; every accepted event
+//     stays in the store and ends applied or dead (delivered in the store
+//     means applied by the receiver).
+//   - applied-once: no ID applied twice; nothing applied that was never
+//     accepted; a known ID never becomes a new event.
+//   - order: in strict mode, an attempt of event s starts only when every
+//     earlier event is terminal, and the receiver applies in increasing
+//     sequence. A dead event may have been applied (its reply was lost),
+//     but never out of order.
+//   - bounded-sends: at most MaxAttempts sends per event across restarts;
+//     each attempt persisted before it is sent and numbered above the last;
+//     no send after terminal; only probes while the circuit is checking or
+//     open.
+//   - dead-kept: a dead event stays dead, with its reason, in the store.
+//   - monotonic: terminal states never change; attempt counts never fall.
+//   - liveness: every event settles by MaxAge+AttemptTimeout after its
+//     acceptance, and within Run.LivenessBound of the faults healing.
+//
+// # What the observer must guarantee
+//
+// Entries are in the order things happened; Persisted entries are written
+// when the store has made the write durable; Applied and Discarded come
+// from the receiver itself.
+package invariants
