@@ -61,6 +61,7 @@ type eventView struct {
 	rec       machine.Record // latest persisted
 	doneAt    time.Time      // when it was first persisted terminal
 	sends     int
+	attempt   int // highest attempt number sent
 	applied   int
 	everDead  bool
 	deadRec   machine.Record
@@ -124,6 +125,7 @@ func (c *checker) entry(e Entry) {
 		}
 		if !v.persisted {
 			c.fail(AppliedOnce, e.ID, e.Step, "applied, but never accepted")
+			return
 		}
 		if c.run.Policy.Ordering == machine.Strict {
 			if v.seq <= c.applied {
@@ -182,6 +184,10 @@ func (c *checker) sent(e Entry) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
+	if e.Attempt <= v.attempt {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent after attempt %d: an attempt number was reused", e.Attempt, v.attempt)
+	}
+	v.attempt = max(v.attempt, e.Attempt)
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}
@@ -218,6 +224,9 @@ func (c *checker) final() {
 		v := c.events[id]
 		r, ok := final[id]
 		switch {
+		case !ok && v.everDead:
+			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadRec.Reason)
+			continue
 		case !ok:
 			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
 			continue
@@ -227,6 +236,7 @@ func (c *checker) final() {
 			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
 		case !r.State.Terminal() && c.run.Finished:
 			c.fail(Liveness, id, -1, "still %s when the run finished", describe(r))
+			continue
 		}
 		c.liveness(id, v, r, end)
 	}

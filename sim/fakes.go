@@ -3,6 +3,7 @@ package sim
 import (
 	"slices"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
 )
 
@@ -20,6 +21,11 @@ func newStore() *Store { return &Store{records: map[string]machine.Record{}} }
 // it halfway, which is the contract a real store must give.
 func (s *Store) Apply(recs []machine.Record) {
 	for _, r := range recs {
+		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
+			delete(s.records, r.ID)
+			s.ids = slices.DeleteFunc(s.ids, func(id string) bool { return id == r.ID })
+			continue
+		}
 		if _, ok := s.records[r.ID]; !ok {
 			s.ids = append(s.ids, r.ID)
 		}
@@ -90,7 +96,7 @@ func (r *receiver) deliver(s machine.Send) verdict {
 	case r.stubborn[s.ID] > 0:
 		r.stubborn[s.ID]--
 		return rejectedStubborn
-	case r.applied[s.ID] > 0 && !r.cfg.NoDedup:
+	case r.applied[s.ID] > 0 && !plant.On(plant.ReceiverNoDedup):
 		r.dups++
 		return duplicate
 	case r.cfg.Fence && s.Seq <= r.lastSeq:

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 )
@@ -58,6 +59,7 @@ type Stats struct {
 	Crashes         int           // restarts that cut a batch after its persist
 	Drain           time.Duration // from the first offer until every event settled
 	End             time.Duration // virtual time when the run stopped
+	Coverage        Coverage      // which fault met which event state
 }
 
 // Run simulates world under seed. It returns an error only for an invalid
@@ -174,7 +176,10 @@ func (s *sim) simulate() error {
 		restarts = append(restarts, between(s.rRestart, 0, w.FaultsEnd))
 	}
 	for _, at := range restarts {
-		s.q.schedule(Epoch.Add(at), func() { s.restart("scheduled") })
+		s.q.schedule(Epoch.Add(at), func() {
+			s.coverAll(FaultRestart)
+			s.restart("scheduled")
+		})
 	}
 
 	limit := w.MaxDuration
@@ -226,7 +231,14 @@ func (s *sim) execute(b machine.Batch) {
 			s.stats.CircuitOpenings++
 		}
 	}
-	// 1. Persist, atomically.
+	// 1. Persist, atomically; 2. acknowledge; 3. send and probe. The
+	// planted bugs AckBeforePersist and SendBeforePersist break the order.
+	if plant.On(plant.AckBeforePersist) {
+		s.ack(b.Acks)
+	}
+	if plant.On(plant.SendBeforePersist) {
+		s.sendAll(b.Sends)
+	}
 	s.store.Apply(b.Persist)
 	for _, r := range b.Persist {
 		s.logf("out  persist %s", r.Format(Epoch))
@@ -238,25 +250,15 @@ func (s *sim) execute(b machine.Batch) {
 	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&
 		s.stats.Crashes < s.w.Restarts.MaxCrashes && chance(s.rRestart, s.w.Restarts.CrashAfterPersistRate) {
 		s.stats.Crashes++
+		s.coverAll(FaultCrash)
 		s.restart("crash after persist, before acks and sends")
 		return
 	}
-	// 2. Acknowledge.
-	for _, a := range b.Acks {
-		if a.Duplicate {
-			s.logf("out  ack %s seq=%d duplicate", a.ID, a.Seq)
-		} else {
-			s.logf("out  ack %s seq=%d", a.ID, a.Seq)
-		}
-		s.observe(invariants.Entry{Kind: invariants.Acked, ID: a.ID, Seq: a.Seq})
-		s.acked[a.ID] = true
+	if !plant.On(plant.AckBeforePersist) {
+		s.ack(b.Acks)
 	}
-	// 3. Send and probe.
-	for _, x := range b.Sends {
-		s.logf("out  send %s#%d seq=%d", x.ID, x.Attempt, x.Seq)
-		s.observe(invariants.Entry{Kind: invariants.Sent, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
-		s.stats.Sends++
-		s.send(x)
+	if !plant.On(plant.SendBeforePersist) {
+		s.sendAll(b.Sends)
 	}
 	for _, p := range b.Probes {
 		s.logf("out  probe %d", p.N)
@@ -279,6 +281,27 @@ func (s *sim) execute(b machine.Batch) {
 	}
 }
 
+func (s *sim) ack(acks []machine.Ack) {
+	for _, a := range acks {
+		if a.Duplicate {
+			s.logf("out  ack %s seq=%d duplicate", a.ID, a.Seq)
+		} else {
+			s.logf("out  ack %s seq=%d", a.ID, a.Seq)
+		}
+		s.observe(invariants.Entry{Kind: invariants.Acked, ID: a.ID, Seq: a.Seq})
+		s.acked[a.ID] = true
+	}
+}
+
+func (s *sim) sendAll(sends []machine.Send) {
+	for _, x := range sends {
+		s.logf("out  send %s#%d seq=%d", x.ID, x.Attempt, x.Seq)
+		s.observe(invariants.Entry{Kind: invariants.Sent, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
+		s.stats.Sends++
+		s.send(x)
+	}
+}
+
 // offer is the producer offering event id; copy counts its offers.
 func (s *sim) offer(id string, copy int) {
 	if s.firstOffer.IsZero() {
@@ -286,6 +309,7 @@ func (s *sim) offer(id string, copy int) {
 	}
 	s.stats.Offers++
 	s.logf("producer offers %s (copy %d)", id, copy)
+	s.cover(FaultDuplicateOffer, id)
 	s.step(machine.Accept{At: s.now, ID: id, Payload: fmt.Appendf(nil, `{"event":%q}`, id)})
 	// The producer keeps the event until it is acknowledged.
 	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
@@ -332,22 +356,34 @@ func (s *sim) send(x machine.Send) {
 	switch {
 	case s.inWindows(c.Outages):
 		s.logf("fault outage: %s#%d refused", x.ID, x.Attempt)
+		s.cover(FaultOutage, x.ID)
 		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, "connection refused")
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.logf("fault flap: %s#%d fails", x.ID, x.Attempt)
+		s.cover(FaultFlap, x.ID)
 		answer(s.now.Add(s.latency()), machine.OutcomeFailed, "502 from the flapping link")
 		return
 	}
 	arrive := s.latency()
-	if s.faulty() && chance(s.rChannel, c.LateRate) {
+	late := s.faulty() && chance(s.rChannel, c.LateRate)
+	if late {
 		arrive += c.LateDelay
 		s.logf("fault late: %s#%d held %v in the network", x.ID, x.Attempt, c.LateDelay)
 	}
 	lose := s.faulty() && chance(s.rChannel, c.LostAckRate)
 	back := s.latency()
 	s.q.schedule(s.now.Add(arrive), func() {
+		if late {
+			s.cover(FaultLate, x.ID)
+		}
 		v := s.recv.deliver(x)
+		switch v {
+		case rejectedPoison:
+			s.cover(FaultPoison, x.ID)
+		case rejectedStubborn:
+			s.cover(FaultStubborn, x.ID)
+		}
 		s.logf("receiver %s %s seq=%d (attempt %d)", v, x.ID, x.Seq, x.Attempt)
 		switch v {
 		case applied:
@@ -357,6 +393,7 @@ func (s *sim) send(x machine.Send) {
 		}
 		if lose {
 			s.logf("fault lost-ack: reply to %s#%d lost", x.ID, x.Attempt)
+			s.cover(FaultLostAck, x.ID)
 			return
 		}
 		answer(s.now.Add(back), v.outcome(), "")

@@ -87,9 +87,6 @@ type Receiver struct {
 	// applied: in strict order a late attempt can never apply out of
 	// order. Meaningful only with strict ordering.
 	Fence bool
-	// NoDedup is a planted fault for tests of the checker: the receiver
-	// applies every delivery, duplicates included.
-	NoDedup bool
 }
 
 // Stubborn is an event that fails its first Failures deliveries.
@@ -102,7 +99,7 @@ type Stubborn struct {
 type Restarts struct {
 	// At are fixed instants of restarts.
 	At []time.Duration
-	// Random more restarts, at instants drawn in [0, FaultsEnd).
+	// Random more restarts, at instants drawn in [0, FaultsEnd].
 	Random int
 	// CrashAfterPersistRate: after a batch that acknowledges or sends is
 	// persisted, the sender crashes with this probability before it acks
@@ -123,7 +120,7 @@ func (w World) Validate() error {
 		return fmt.Errorf("%w: Policy: %w", ErrInvalidWorld, err)
 	}
 	rate := func(name string, r float64) error {
-		if r < 0 || r > 1 {
+		if !(r >= 0 && r <= 1) { // NaN too
 			return bad(name, "is %v; must be within 0..1", r)
 		}
 		return nil
@@ -137,8 +134,10 @@ func (w World) Validate() error {
 		return bad("Producer.AckTimeout", "is %v; must be positive", w.Producer.AckTimeout)
 	case w.Producer.TwiceDelay < 0:
 		return bad("Producer.TwiceDelay", "is %v; must not be negative", w.Producer.TwiceDelay)
-	case w.Channel.LatencyMin < 0 || w.Channel.LatencyMax < w.Channel.LatencyMin:
-		return bad("Channel.LatencyMax", "is %v; must be at least LatencyMin (%v), which must not be negative", w.Channel.LatencyMax, w.Channel.LatencyMin)
+	case w.Channel.LatencyMin < 0:
+		return bad("Channel.LatencyMin", "is %v; must not be negative", w.Channel.LatencyMin)
+	case w.Channel.LatencyMax < w.Channel.LatencyMin:
+		return bad("Channel.LatencyMax", "is %v; must be at least LatencyMin (%v)", w.Channel.LatencyMax, w.Channel.LatencyMin)
 	case w.Channel.ClientTimeout <= 0:
 		return bad("Channel.ClientTimeout", "is %v; must be positive", w.Channel.ClientTimeout)
 	case w.Channel.LateDelay < 0:
@@ -149,6 +148,8 @@ func (w World) Validate() error {
 		return bad("MaxDuration", "is %v; must not be negative", w.MaxDuration)
 	case w.Restarts.Random < 0 || w.Restarts.MaxCrashes < 0:
 		return bad("Restarts", "counts must not be negative")
+	case w.Restarts.Random > 0 && w.FaultsEnd == 0:
+		return bad("Restarts.Random", "is %d, but FaultsEnd is 0: random restarts are drawn before FaultsEnd", w.Restarts.Random)
 	}
 	for _, r := range []struct {
 		name string
@@ -183,3 +184,52 @@ func (w World) Validate() error {
 
 // EventID is the ID of the i-th event (from 0) of a world.
 func EventID(i int) string { return fmt.Sprintf("e%03d", i+1) }
+
+// Describe renders the world's policy and faults as one line, so that a
+// failing seed's world is understood at a glance.
+func (w World) Describe() string {
+	p, c := w.Policy, w.Channel
+	order := p.Ordering.String()
+	if p.Ordering == machine.Independent {
+		order += fmt.Sprintf("/window=%d", p.Window)
+	}
+	s := fmt.Sprintf("%s events=%d every~%v attempts=%d backoff=%v..%v jitter=%d%% timeout=%v breaker=%d probes=%v..%v max-age=%v",
+		order, w.Events, w.Interarrival, p.MaxAttempts, p.BaseBackoff, p.MaxBackoff, p.JitterPercent,
+		p.AttemptTimeout, p.BreakerThreshold, p.ProbeBaseInterval, p.ProbeMaxInterval, p.MaxAge)
+	if p.MaxQueued < w.Events {
+		s += fmt.Sprintf(" max-queued=%d", p.MaxQueued)
+	}
+	s += fmt.Sprintf(" | latency=%v..%v client-timeout=%v faults-end=%v", c.LatencyMin, c.LatencyMax, c.ClientTimeout, w.FaultsEnd)
+	if len(c.Outages) > 0 {
+		s += fmt.Sprintf(" outages=%v", c.Outages)
+	}
+	if len(c.Flapping) > 0 {
+		s += fmt.Sprintf(" flapping=%v@%.2f", c.Flapping, c.FlapFailRate)
+	}
+	if c.LostAckRate > 0 {
+		s += fmt.Sprintf(" lost-acks=%.2f", c.LostAckRate)
+	}
+	if c.LateRate > 0 {
+		s += fmt.Sprintf(" late=%.2f+%v", c.LateRate, c.LateDelay)
+	}
+	if len(w.Receiver.Poison) > 0 {
+		s += fmt.Sprintf(" poison=%v", w.Receiver.Poison)
+	}
+	for _, st := range w.Receiver.Stubborn {
+		s += fmt.Sprintf(" stubborn=%s/%d", st.ID, st.Failures)
+	}
+	if w.Receiver.Fence {
+		s += " fence"
+	}
+	r := w.Restarts
+	if len(r.At)+r.Random > 0 {
+		s += fmt.Sprintf(" restarts=%d", len(r.At)+r.Random)
+	}
+	if r.MaxCrashes > 0 && r.CrashAfterPersistRate > 0 {
+		s += fmt.Sprintf(" crashes<=%d@%.2f", r.MaxCrashes, r.CrashAfterPersistRate)
+	}
+	if w.Producer.SendTwice {
+		s += fmt.Sprintf(" twice<=%v", w.Producer.TwiceDelay)
+	}
+	return s
+}

@@ -6,10 +6,12 @@
 //
 //	0  every invariant and expectation held
 //	1  a safety invariant was violated (lost, applied twice, order, sends, dead letters kept, monotonic)
-//	2  usage error: unknown command, scenario or flag, bad seed
+//	2  usage error: unknown command, scenario or flag, bad seed, unreadable replay file
 //	3  liveness was violated (an event did not settle in time) and no safety invariant
 //	4  the scenario's own expectation failed, every invariant held
 //	5  the simulator or the machine crashed (a panic: a broken internal invariant)
+//
+// A sweep exits with the worst code of its seeds.
 package main
 
 import (
@@ -43,7 +45,11 @@ func main() {
 
 const usage = `usage:
   simrun list                                   the scenarios, with why each exists
-  simrun run -scenario NAME -seed N [-trace]    run one scenario under one seed
+  simrun run -scenario NAME -seed N [-trace] [-html FILE]
+                                                run one scenario under one seed
+  simrun sweep -seeds N [-from S] [-parallel P] [-failures DIR]
+                                                run N swarm seeds, each drawing its own world
+  simrun replay FILE [-trace] [-html FILE]      replay a failing sweep seed exactly
   simrun results                                print RESULTS.md (make results writes it)
 
 exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
@@ -67,6 +73,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitOK
 	case "run":
 		return runScenario(args[1:], stdout, stderr)
+	case "sweep":
+		return sweepCommand(args[1:], stdout, stderr)
+	case "replay":
+		return replayCommand(args[1:], stdout, stderr)
 	case "results":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "simrun results takes no arguments, got %q\n", args[1:])
@@ -92,6 +102,7 @@ func runScenario(args []string, stdout, stderr io.Writer) (code int) {
 	name := fs.String("scenario", "", "scenario name (see simrun list)")
 	seedText := fs.String("seed", "", "root seed, a decimal uint64")
 	trace := fs.Bool("trace", false, "print the whole trace before the summary")
+	html := fs.String("html", "", "write a timeline of the run to this HTML file")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -132,6 +143,13 @@ func runScenario(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stdout)
 	}
 	summarize(stdout, sc, r, fails)
+	if *html != "" {
+		if err := writeTimeline(*html, fmt.Sprintf("scenario %s, seed %d", sc.Name, seed), r); err != nil {
+			fmt.Fprintln(stderr, "simrun run:", err)
+			return exitCrash
+		}
+		fmt.Fprintf(stdout, "timeline: %s\n", *html)
+	}
 	fmt.Fprintf(stdout, "reproduce: %s\n", replay)
 	return verdict(r.Violations, fails)
 }
@@ -151,24 +169,10 @@ func parseSeed(s string) (uint64, error) {
 }
 
 func summarize(w io.Writer, sc scenarios.Scenario, r sim.Result, fails []string) {
-	s := r.Stats
 	fmt.Fprintf(w, "scenario %s, seed %d: %s\n", sc.Name, r.Seed, sc.Why)
 	fmt.Fprintf(w, "faults:   %s\n", sc.Faults)
-	fmt.Fprintf(w, "events:   %d accepted, %d applied, %d dead, %d lost, %d applied twice\n",
-		s.Accepted, s.Applied, s.Dead, s.Lost, s.AppliedTwice)
-	fmt.Fprintf(w, "receiver: %d duplicates discarded, %d fenced\n", s.Duplicates, s.Fenced)
-	fmt.Fprintf(w, "sender:   %d offers, %d sends (most for one event %d), %d probes, %d circuit openings, %d restarts (%d mid-batch)\n",
-		s.Offers, s.Sends, s.MaxSends, s.Probes, s.CircuitOpenings, s.Restarts, s.Crashes)
-	fmt.Fprintf(w, "time:     drained in %v, stopped at %v (virtual)\n", s.Drain, s.End)
-	fmt.Fprintf(w, "trace:    %d observations, hash %s\n", len(r.Run.Entries), r.Hash)
-	if len(r.Violations) == 0 {
-		fmt.Fprintf(w, "invariants: all %d held (%s)\n", len(invariants.Names), strings.Join(invariants.Names, ", "))
-	} else {
-		fmt.Fprintf(w, "invariants: %d violations\n", len(r.Violations))
-		for _, v := range r.Violations {
-			fmt.Fprintf(w, "  VIOLATION %s\n", v)
-		}
-	}
+	printStats(w, r.Stats, r.Hash)
+	printViolations(w, r.Violations)
 	if len(fails) == 0 {
 		fmt.Fprintf(w, "expected: %s: held\n", sc.Expect)
 	} else {
@@ -179,12 +183,19 @@ func summarize(w io.Writer, sc scenarios.Scenario, r sim.Result, fails []string)
 }
 
 func verdict(vs []invariants.Violation, fails []string) int {
-	liveness := false
+	liveness, safety := false, false
 	for _, v := range vs {
-		if v.Invariant != invariants.Liveness {
-			return exitSafety
+		switch v.Invariant {
+		case scenarios.Crash:
+			return exitCrash
+		case invariants.Liveness:
+			liveness = true
+		default:
+			safety = true
 		}
-		liveness = true
+	}
+	if safety {
+		return exitSafety
 	}
 	switch {
 	case liveness:

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/courierlab/courier/internal/plant"
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/scenarios"
+	"github.com/courierlab/courier/sim"
+)
+
+// maxSweepSeeds bounds one sweep; split a larger hunt with -from.
+const maxSweepSeeds = 10_000_000
+
+// printFailures is how many failing seeds a sweep prints in full.
+const printFailures = 10
+
+func sweepCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("simrun sweep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.Int("seeds", 0, "how many swarm seeds to run (required)")
+	fromText := fs.String("from", "1", "first seed")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines; the results do not depend on it")
+	dir := fs.String("failures", "sweep-failures", "directory for the replay files of failing seeds")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "simrun sweep: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	if *seeds < 1 || *seeds > maxSweepSeeds {
+		fmt.Fprintf(stderr, "simrun sweep: -seeds is %d; want 1 to %d\n", *seeds, maxSweepSeeds)
+		return exitUsage
+	}
+	if *parallel < 1 || *parallel > 1024 {
+		fmt.Fprintf(stderr, "simrun sweep: -parallel is %d; want 1 to 1024\n", *parallel)
+		return exitUsage
+	}
+	from, err := parseSeed(*fromText)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun sweep: -from:", err)
+		return exitUsage
+	}
+	if from+uint64(*seeds-1) < from {
+		fmt.Fprintf(stderr, "simrun sweep: -from %d with -seeds %d runs past the largest seed\n", from, *seeds)
+		return exitUsage
+	}
+
+	bug := plant.Active()
+	if bug != "" {
+		fmt.Fprintf(stdout, "PLANTED BUG ACTIVE: %s (a deliberately broken build; expect %s to catch it)\n", bug, plant.Expected[bug])
+	}
+	fmt.Fprintf(stdout, "sweep: swarm seeds %d..%d on %d goroutines\n", from, from+uint64(*seeds-1), *parallel)
+
+	progress := progressPrinter(stderr, *seeds)
+	start := time.Now()
+	results := scenarios.Sweep(from, *seeds, *parallel, progress)
+	elapsed := time.Since(start)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+
+	code := exitOK
+	var events, failed, violations int
+	for _, r := range results {
+		events += r.Stats.Accepted
+		if !r.Failed() {
+			continue
+		}
+		failed++
+		violations += len(r.Violations)
+		if r.Safety() {
+			code = exitSafety
+		} else if code == exitOK {
+			code = exitLiveness
+		}
+		if failed > printFailures {
+			continue
+		}
+		path, err := writeReplay(*dir, r, bug)
+		if err != nil {
+			fmt.Fprintln(stderr, "simrun sweep:", err)
+			return exitCrash
+		}
+		reportFailure(stdout, r, path, bug)
+	}
+	if failed > printFailures {
+		fmt.Fprintf(stdout, "... and %d more failing seeds (replay files written for the first %d)\n", failed-printFailures, printFailures)
+	}
+	secs := elapsed.Seconds()
+	fmt.Fprintf(stdout, "summary: %d seeds in %.1fs (%.0f seeds/s), %d events simulated (%.0f events/s), %d violations in %d seeds\n",
+		*seeds, secs, float64(*seeds)/secs, events, float64(events)/secs, violations, failed)
+	return code
+}
+
+// progressPrinter returns a progress callback that redraws one line on w,
+// or nil when w is not a terminal (CI logs want no carriage returns).
+func progressPrinter(w io.Writer, total int) func(int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	step := max(total/200, 1)
+	return func(done int) {
+		if done%step == 0 || done == total {
+			fmt.Fprintf(w, "\r%d/%d seeds", done, total)
+		}
+	}
+}
+
+func reportFailure(w io.Writer, r scenarios.SeedResult, path string, bug plant.Bug) {
+	kind := "liveness"
+	if r.Safety() {
+		kind = "safety"
+	}
+	fmt.Fprintf(w, "FAIL seed %d (%s)\n  world: %s\n", r.Seed, kind, r.World.Describe())
+	for i, v := range r.Violations {
+		if i == 5 {
+			fmt.Fprintf(w, "  ... %d more violations\n", len(r.Violations)-5)
+			break
+		}
+		fmt.Fprintf(w, "  VIOLATION %s\n", v)
+	}
+	fmt.Fprintf(w, "  replay file: %s\n", path)
+	fmt.Fprintf(w, "  reproduce: %s\n", reproduceCommand(bug, "replay "+path+" -trace"))
+	fmt.Fprintf(w, "  or:        %s\n", reproduceCommand(bug, fmt.Sprintf("sweep -from %d -seeds 1", r.Seed)))
+}
+
+// reproduceCommand is the command that reruns simrun args in the same
+// build: with the planted bug linked in when one is active.
+func reproduceCommand(bug plant.Bug, args string) string {
+	if bug == "" {
+		return "go run ./cmd/simrun " + args
+	}
+	return fmt.Sprintf("go run -ldflags=-X=github.com/courierlab/courier/internal/plant.build=%s ./cmd/simrun %s", bug, args)
+}
+
+// ReplayFile is what a failing sweep seed leaves behind: enough to replay
+// the run exactly, and what it looked like when it failed.
+type ReplayFile struct {
+	Seed       uint64    `json:"seed"`
+	Bug        plant.Bug `json:"bug,omitempty"`
+	Hash       string    `json:"hash"`
+	World      string    `json:"world"`
+	Violations []string  `json:"violations"`
+}
+
+func writeReplay(dir string, r scenarios.SeedResult, bug plant.Bug) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f := ReplayFile{Seed: r.Seed, Bug: bug, Hash: r.Hash, World: r.World.Describe()}
+	for _, v := range r.Violations {
+		f.Violations = append(f.Violations, v.String())
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "seed-"+strconv.FormatUint(r.Seed, 10)+".json")
+	return path, os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "simrun replay: a replay file is required: simrun replay FILE [-trace] [-html FILE]")
+		return exitUsage
+	}
+	path := args[0]
+	fs := flag.NewFlagSet("simrun replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	trace := fs.Bool("trace", false, "print the whole trace before the summary")
+	html := fs.String("html", "", "write a timeline of the run to this HTML file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "simrun replay: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun replay:", err)
+		return exitUsage
+	}
+	var f ReplayFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		fmt.Fprintf(stderr, "simrun replay: %s is not a replay file: %v\n", path, err)
+		return exitUsage
+	}
+	if err := plant.Check(f.Bug); err != nil {
+		fmt.Fprintf(stderr, "simrun replay: %s: %v\n", path, err)
+		return exitUsage
+	}
+	restore, _ := plant.Set(f.Bug)
+	defer restore()
+	if f.Bug != "" {
+		fmt.Fprintf(stdout, "PLANTED BUG ACTIVE (from the replay file): %s\n", f.Bug)
+	}
+	r, full := scenarios.RunSwarmSeed(f.Seed, sim.Options{Trace: *trace})
+	if *trace {
+		for _, line := range full.Trace {
+			fmt.Fprintln(stdout, line)
+		}
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stdout, "swarm seed %d\nworld: %s\n", f.Seed, r.World.Describe())
+	printStats(stdout, r.Stats, r.Hash)
+	printViolations(stdout, r.Violations)
+	switch {
+	case r.Hash == f.Hash:
+		fmt.Fprintf(stdout, "replayed exactly: trace hash %s matches the file\n", r.Hash)
+	default:
+		fmt.Fprintf(stdout, "NOT the same run: trace hash %s, the file has %s (the code changed since it was written)\n", r.Hash, f.Hash)
+	}
+	if *html != "" {
+		if err := writeTimeline(*html, fmt.Sprintf("swarm seed %d", f.Seed), full); err != nil {
+			fmt.Fprintln(stderr, "simrun replay:", err)
+			return exitCrash
+		}
+		fmt.Fprintf(stdout, "timeline: %s\n", *html)
+	}
+	return verdict(r.Violations, nil)
+}
+
+func printStats(w io.Writer, s sim.Stats, hash string) {
+	fmt.Fprintf(w, "events:   %d accepted, %d applied, %d dead, %d lost, %d applied twice\n",
+		s.Accepted, s.Applied, s.Dead, s.Lost, s.AppliedTwice)
+	fmt.Fprintf(w, "receiver: %d duplicates discarded, %d fenced\n", s.Duplicates, s.Fenced)
+	fmt.Fprintf(w, "sender:   %d offers, %d sends (most for one event %d), %d probes, %d circuit openings, %d restarts (%d mid-batch)\n",
+		s.Offers, s.Sends, s.MaxSends, s.Probes, s.CircuitOpenings, s.Restarts, s.Crashes)
+	fmt.Fprintf(w, "time:     drained in %v, stopped at %v (virtual)\n", s.Drain, s.End)
+	fmt.Fprintf(w, "trace:    hash %s\n", hash)
+}
+
+func printViolations(w io.Writer, vs []invariants.Violation) {
+	if len(vs) == 0 {
+		fmt.Fprintf(w, "invariants: all %d held\n", len(invariants.Names))
+		return
+	}
+	fmt.Fprintf(w, "invariants: %d violations\n", len(vs))
+	for _, v := range vs {
+		fmt.Fprintf(w, "  VIOLATION %s\n", v)
+	}
+}

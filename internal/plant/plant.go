@@ -1,0 +1,117 @@
+// Package plant holds courier's catalogue of planted bugs: deliberate
+// faults that can be switched into the machine, the fakes or the recovery
+// path to prove that the invariant checker catches them. It is internal:
+// nothing outside this module can switch a bug on, and with no bug active
+// every check is a comparison against the empty string.
+//
+// A bug is switched on in one of two ways:
+//
+//   - in a test, with Set, which returns the function that switches it off;
+//   - in a deliberately broken build, with the linker:
+//     go run -ldflags=-X=github.com/courierlab/courier/internal/plant.build=NAME ./cmd/simrun sweep -seeds 200
+//
+// Set must not be called while a run is in progress; runs read the active
+// bug when they start.
+package plant
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Bug names one planted bug.
+type Bug string
+
+// The catalogue. Each bug's comment says where it lives and which
+// invariant must catch it (see Expected).
+const (
+	// AckBeforePersist: the runtime acknowledges the producer before the
+	// batch's records are durable (sim driver).
+	AckBeforePersist Bug = "ack-before-persist"
+	// SendBeforePersist: the runtime sends before the attempt count is
+	// durable, so a crash could grant a free attempt (sim driver).
+	SendBeforePersist Bug = "send-before-persist"
+	// AcceptNotIdempotent: accepting a known ID makes a new event
+	// (machine).
+	AcceptNotIdempotent Bug = "accept-not-idempotent"
+	// UnboundedRetries: MaxAttempts is ignored; a failing event is
+	// retried until MaxAge (machine).
+	UnboundedRetries Bug = "unbounded-retries"
+	// PoisonBlocksForever: an event that exhausts its attempts is not
+	// dead-lettered and never expires; it stays in retry and holds the
+	// stream (machine).
+	PoisonBlocksForever Bug = "poison-blocks-forever"
+	// DrainOutOfOrder: when the circuit closes, the parked backlog is
+	// released newest first (machine).
+	DrainOutOfOrder Bug = "drain-out-of-order"
+	// SendWhileOpen: the circuit opens but dispatch ignores it (machine).
+	SendWhileOpen Bug = "send-while-open"
+	// RecoveryForgetsInFlight: Recover drops the events that had an
+	// attempt out when the sender died (recovery path).
+	RecoveryForgetsInFlight Bug = "recovery-forgets-in-flight"
+	// ReceiverNoDedup: the receiver applies every delivery, duplicates
+	// included (fake receiver).
+	ReceiverNoDedup Bug = "receiver-no-dedup"
+	// DeadLettersDropped: the store deletes a record when it becomes dead
+	// (fake store).
+	DeadLettersDropped Bug = "dead-letters-dropped"
+)
+
+// Expected maps each bug to the invariant that must catch it.
+var Expected = map[Bug]string{
+	AckBeforePersist:        "nothing-lost",
+	SendBeforePersist:       "bounded-sends",
+	AcceptNotIdempotent:     "applied-once",
+	UnboundedRetries:        "bounded-sends",
+	PoisonBlocksForever:     "liveness",
+	DrainOutOfOrder:         "order",
+	SendWhileOpen:           "bounded-sends",
+	RecoveryForgetsInFlight: "liveness",
+	ReceiverNoDedup:         "applied-once",
+	DeadLettersDropped:      "dead-kept",
+}
+
+// All lists the catalogue in a fixed order.
+func All() []Bug {
+	out := make([]Bug, 0, len(Expected))
+	for b := range Expected {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// build is set by the linker for a deliberately broken build.
+var build string
+
+var active = Bug(build)
+
+// Active returns the bug switched on, or "" for none.
+func Active() Bug { return active }
+
+// On reports whether b is the active bug.
+func On(b Bug) bool { return Active() == b }
+
+// Set switches b on ("" for none) and returns the function that restores
+// the previous state. It rejects a name not in the catalogue.
+func Set(b Bug) (restore func(), err error) {
+	if err := Check(b); err != nil {
+		return nil, err
+	}
+	prev := Active()
+	active = b
+	return func() { active = prev }, nil
+}
+
+// Check reports whether b names a bug of the catalogue ("" is none).
+func Check(b Bug) error {
+	if _, ok := Expected[b]; ok || b == "" {
+		return nil
+	}
+	names := make([]string, 0, len(Expected))
+	for _, x := range All() {
+		names = append(names, string(x))
+	}
+	return fmt.Errorf("unknown planted bug %q; known: %s", b, strings.Join(names, ", "))
+}

@@ -1,0 +1,731 @@
+// Check reports exactly the broken guarantee, by invariant name, event and step, for hand-built logs that each break one, and nothing for logs of correct runs, including the unusual but legal ones.
+package invariants_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// found is the part of a Violation a test pins down: the detail is prose.
+type found struct {
+	Invariant string
+	ID        string
+	Step      int
+}
+
+// final is the Step of a violation about the final state.
+const final = -1
+
+// policy is the default policy with a budget small enough to exhaust by
+// hand.
+func policy() machine.Config {
+	p := machine.DefaultConfig()
+	p.MaxAttempts = 3
+	return p
+}
+
+func independent() machine.Config {
+	p := policy()
+	p.Ordering = machine.Independent
+	p.Window = 4
+	return p
+}
+
+// logb builds an observation log the way a sender and receiver that follow
+// the contract would write it; each method returns the Step of the entry it
+// added, so that a row can name the entry it expects to be reported.
+type logb struct {
+	run  invariants.Run
+	now  time.Duration
+	seq  uint64
+	recs map[string]machine.Record
+	ids  []string
+}
+
+func newLog(p machine.Config) *logb {
+	return &logb{run: invariants.Run{Policy: p}, recs: map[string]machine.Record{}}
+}
+
+func (b *logb) add(e invariants.Entry) int {
+	e.At = epoch.Add(b.now)
+	b.run.Add(e)
+	return len(b.run.Entries) - 1
+}
+
+// wait advances the clock of the entries that follow.
+func (b *logb) wait(d time.Duration) { b.now += d }
+
+// store persists r as the latest version of its event.
+func (b *logb) store(r machine.Record) int {
+	if _, ok := b.recs[r.ID]; !ok {
+		b.ids = append(b.ids, r.ID)
+	}
+	b.recs[r.ID] = r
+	return b.add(invariants.Entry{Kind: invariants.Persisted, ID: r.ID, Seq: r.Seq, Record: r})
+}
+
+// persist stores a new version of a known event.
+func (b *logb) persist(id string, st machine.State, attempts int, reason machine.DeadReason) int {
+	r := b.recs[id]
+	r.State, r.Attempts, r.Reason = st, attempts, reason
+	return b.store(r)
+}
+
+// admit persists a new event as pending, without acknowledging it.
+func (b *logb) admit(id string) int {
+	b.seq++
+	return b.store(machine.Record{ID: id, Seq: b.seq, AcceptedAt: epoch.Add(b.now), State: machine.Pending})
+}
+
+// accept persists a new event, then acknowledges it.
+func (b *logb) accept(id string) int {
+	b.admit(id)
+	return b.ack(id, b.recs[id].Seq)
+}
+
+func (b *logb) ack(id string, seq uint64) int {
+	return b.add(invariants.Entry{Kind: invariants.Acked, ID: id, Seq: seq})
+}
+
+// send sends attempt n without persisting it first.
+func (b *logb) send(id string, n int) int {
+	return b.add(invariants.Entry{Kind: invariants.Sent, ID: id, Seq: b.recs[id].Seq, Attempt: n})
+}
+
+// attempt persists the next attempt, then sends it.
+func (b *logb) attempt(id string) int {
+	n := b.recs[id].Attempts + 1
+	b.persist(id, b.recs[id].State, n, machine.NotDead)
+	return b.send(id, n)
+}
+
+func (b *logb) apply(id string) int {
+	return b.add(invariants.Entry{Kind: invariants.Applied, ID: id, Seq: b.recs[id].Seq})
+}
+
+func (b *logb) discard(id, why string) int {
+	return b.add(invariants.Entry{Kind: invariants.Discarded, ID: id, Seq: b.recs[id].Seq, Detail: why})
+}
+
+func (b *logb) circuit(c machine.Circuit) int {
+	return b.add(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: c})
+}
+
+func (b *logb) restart() int {
+	return b.add(invariants.Entry{Kind: invariants.Restarted, Detail: "test"})
+}
+
+func (b *logb) probe() int { return b.add(invariants.Entry{Kind: invariants.Probed, Detail: "1"}) }
+
+// deliver is one successful attempt: persisted, sent, applied, confirmed.
+func (b *logb) deliver(id string) {
+	b.attempt(id)
+	b.apply(id)
+	b.persist(id, machine.Delivered, b.recs[id].Attempts, machine.NotDead)
+}
+
+// die records the event dead for reason, without a new attempt.
+func (b *logb) die(id string, reason machine.DeadReason) int {
+	return b.persist(id, machine.Dead, b.recs[id].Attempts, reason)
+}
+
+// finish ends the log as a finished run whose store holds every record.
+func (b *logb) finish() invariants.Run {
+	b.run.Finished = true
+	return b.stop()
+}
+
+// stop ends the log as a run stopped early.
+func (b *logb) stop() invariants.Run {
+	b.run.Final = nil
+	for _, id := range b.ids {
+		b.run.Final = append(b.run.Final, b.recs[id])
+	}
+	return b.run
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string
+		skip   string
+		// build writes the log and returns the violations it must yield.
+		build func(b *logb) []found
+	}{
+		// Nothing lost.
+		{
+			name:   "acked event missing from the final store",
+			reason: "an acknowledged event must stay in the store",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				b.accept("e2")
+				b.deliver("e2")
+				b.finish()
+				b.run.Final = b.run.Final[1:]
+				return []found{{invariants.NothingLost, "e1", final}}
+			},
+		},
+		{
+			name:   "acked before persisted",
+			reason: "the producer may be told only once the event is durable",
+			build: func(b *logb) []found {
+				s := b.ack("e1", 1)
+				b.admit("e1")
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.NothingLost, "e1", s}}
+			},
+		},
+		{
+			name:   "delivered in the store but never applied",
+			reason: "delivered must mean the receiver's effect took place",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.NothingLost, "e1", final}}
+			},
+		},
+		// Applied once.
+		{
+			name:   "applied twice",
+			reason: "the receiver must absorb a redundant attempt (independent order, so only applied-once is at stake)",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				b.accept("e1")
+				b.attempt("e1")
+				b.apply("e1")
+				b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.attempt("e1")
+				s := b.apply("e1")
+				b.persist("e1", machine.Delivered, 2, machine.NotDead)
+				b.finish()
+				return []found{{invariants.AppliedOnce, "e1", s}}
+			},
+		},
+		{
+			name:   "applied but never accepted",
+			reason: "the receiver may apply only what the sender accepted (independent order, see the strict row below)",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				b.accept("e1")
+				b.deliver("e1")
+				s := b.add(invariants.Entry{Kind: invariants.Applied, ID: "ghost", Seq: 7})
+				b.finish()
+				return []found{{invariants.AppliedOnce, "ghost", s}}
+			},
+		},
+		{
+			name:   "applied but never accepted, strict",
+			reason: "an unknown ID has no place in the order; it is reported once, as never accepted",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				s := b.add(invariants.Entry{Kind: invariants.Applied, ID: "ghost", Seq: 7})
+				b.finish()
+				return []found{{invariants.AppliedOnce, "ghost", s}}
+			},
+		},
+		{
+			name:   "ack with a different seq for a known ID",
+			reason: "accepting a known ID again must not make a new event",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				s := b.ack("e1", 2)
+				b.finish()
+				return []found{{invariants.AppliedOnce, "e1", s}}
+			},
+		},
+		{
+			name:   "persisted again with a different seq",
+			reason: "an event keeps the seq it was accepted with",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.apply("e1")
+				r := b.recs["e1"]
+				r.Seq, r.State = 9, machine.Delivered
+				s := b.store(r)
+				b.finish()
+				return []found{{invariants.AppliedOnce, "e1", s}}
+			},
+		},
+		// Order.
+		{
+			name:   "strict: applied out of order",
+			reason: "a late attempt of a dead event landing after its successor breaks strict order",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.die("e1", machine.Expired)
+				b.deliver("e2")
+				s := b.apply("e1")
+				b.finish()
+				return []found{{invariants.Order, "e1", s}}
+			},
+		},
+		{
+			name:   "strict: seq 2 sent while seq 1 is pending",
+			reason: "strict order holds every event behind the earliest non-terminal one",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				s := b.attempt("e2")
+				b.persist("e2", machine.Retry, 1, machine.NotDead)
+				b.deliver("e1")
+				b.deliver("e2")
+				b.finish()
+				return []found{{invariants.Order, "e2", s}}
+			},
+		},
+		// Bounded sends.
+		{
+			name:   "more than MaxAttempts sends across a restart",
+			reason: "the budget is counted durably, so a restart must not renew it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.attempt("e1")
+				b.restart()
+				b.circuit(machine.Closed)
+				b.attempt("e1")
+				b.persist("e1", machine.Retry, 3, machine.NotDead)
+				s := b.attempt("e1")
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 4, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
+			name:   "attempt sent before it was persisted",
+			reason: "the attempt count must be durable before the send",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				s := b.send("e1", 1)
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
+			name:   "attempt number reused after a restart",
+			reason: "each attempt is numbered above the last, so a resend of attempt 1 is a send the store never counted",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.restart()
+				b.circuit(machine.Closed)
+				s := b.send("e1", 1)
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
+			name:   "sent after terminal",
+			reason: "a delivered event is never sent again (its attempt is persisted, so only the terminal rule is broken)",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				b.persist("e1", machine.Delivered, 2, machine.NotDead)
+				s := b.send("e1", 2)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
+			name:   "sent while the circuit is open",
+			reason: "only probes go out while the circuit is open",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.circuit(machine.Open)
+				s := b.attempt("e1")
+				b.circuit(machine.Closed)
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
+			name:   "sent while the circuit is checking",
+			reason: "sending stops while the probe is out",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.circuit(machine.Checking)
+				s := b.attempt("e1")
+				b.circuit(machine.Closed)
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		// Dead kept.
+		{
+			name:   "dead record later persisted as pending",
+			reason: "dead is terminal; the record returning to dead later does not undo the change",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Rejected)
+				s := b.persist("e1", machine.Pending, 1, machine.NotDead)
+				b.die("e1", machine.Rejected)
+				b.finish()
+				return []found{{invariants.DeadKept, "e1", s}}
+			},
+		},
+		{
+			name:   "dead record with another reason in the final store",
+			reason: "a dead event keeps the reason it died for",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Exhausted)
+				b.finish()
+				b.run.Final[0].Reason = machine.Expired
+				return []found{{invariants.DeadKept, "e1", final}}
+			},
+		},
+		{
+			name:   "dead record pending in the final store",
+			reason: "a dead event stays dead in the store, whatever the log said last",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Exhausted)
+				b.finish()
+				b.run.Final[0].State, b.run.Final[0].Reason = machine.Pending, machine.NotDead
+				return []found{{invariants.DeadKept, "e1", final}}
+			},
+		},
+		{
+			name:   "dead record missing from the final store",
+			reason: "a dead event stays in the store: the report must name dead-kept, not only nothing-lost",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Exhausted)
+				b.accept("e2")
+				b.deliver("e2")
+				b.finish()
+				b.run.Final = b.run.Final[1:]
+				return []found{{invariants.DeadKept, "e1", final}}
+			},
+		},
+		// Monotonic.
+		{
+			name:   "delivered record later persisted as retry",
+			reason: "delivered is terminal",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				s := b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
+		{
+			name:   "attempts going down",
+			reason: "the attempt count only grows, or the budget could be renewed",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.attempt("e1")
+				b.apply("e1")
+				s := b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.persist("e1", machine.Delivered, 2, machine.NotDead)
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
+		// Liveness.
+		{
+			name:   "pending when the run finished",
+			reason: "a finished run leaves no event unsettled",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				b.accept("e2")
+				b.finish()
+				return []found{{invariants.Liveness, "e2", final}}
+			},
+		},
+		{
+			name:   "settled after LivenessBound from HealedAt",
+			reason: "once the faults heal, every event settles within the bound",
+			build: func(b *logb) []found {
+				b.run.HealedAt = epoch.Add(10 * time.Second)
+				b.run.LivenessBound = time.Minute
+				b.accept("e1")
+				b.wait(2 * time.Minute)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.Liveness, "e1", final}}
+			},
+		},
+		{
+			name:   "settled past MaxAge plus AttemptTimeout",
+			reason: "no event outlives its age budget plus one attempt",
+			build: func(b *logb) []found {
+				b.run.Policy.MaxAge = time.Minute
+				b.accept("e1")
+				b.wait(time.Minute + b.run.Policy.AttemptTimeout + time.Second)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.Liveness, "e1", final}}
+			},
+		},
+		{
+			name:   "stopped early, but long after the deadline",
+			reason: "a run stopped early still holds the events whose deadline it outlived",
+			build: func(b *logb) []found {
+				b.run.Policy.MaxAge = time.Minute
+				b.accept("e1")
+				b.wait(5 * time.Minute)
+				b.accept("e2")
+				b.stop()
+				return []found{{invariants.Liveness, "e1", final}}
+			},
+		},
+		{
+			name:   "several violations",
+			reason: "violations come in step order, final-state ones last",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				s1 := b.ack("e1", 1)
+				b.admit("e1")
+				b.accept("e2")
+				s2 := b.send("e2", 1)
+				b.deliver("e1")
+				b.finish()
+				return []found{
+					{invariants.NothingLost, "e1", s1},
+					{invariants.BoundedSends, "e2", s2},
+					{invariants.Liveness, "e2", final},
+				}
+			},
+		},
+		// Correct runs.
+		{
+			name:   "normal run",
+			reason: "events accepted, sent once and delivered in order break nothing",
+			build: func(b *logb) []found {
+				b.circuit(machine.Closed)
+				for _, id := range []string{"e1", "e2", "e3"} {
+					b.accept(id)
+				}
+				for _, id := range []string{"e1", "e2", "e3"} {
+					b.wait(time.Second)
+					b.deliver(id)
+				}
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "duplicates discarded",
+			reason: "a redundant attempt and a repeated offer are absorbed by the receiver and the sender",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.apply("e1")
+				b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.ack("e1", 1)
+				b.attempt("e1")
+				b.discard("e1", "duplicate")
+				b.persist("e1", machine.Delivered, 2, machine.NotDead)
+				b.accept("e2")
+				b.deliver("e2")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "dead letter that was also applied",
+			reason: "every reply lost: the receiver applied it, the sender gave up; allowed",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.apply("e1")
+				for n := 2; n <= 3; n++ {
+					b.persist("e1", machine.Retry, n-1, machine.NotDead)
+					b.attempt("e1")
+					b.discard("e1", "duplicate")
+				}
+				b.die("e1", machine.Exhausted)
+				b.deliver("e2")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "independent order applied out of order",
+			reason: "independent ordering promises no order",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.attempt("e2")
+				b.apply("e2")
+				b.apply("e1")
+				b.persist("e2", machine.Delivered, 1, machine.NotDead)
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "stopped early with a pending event",
+			reason: "a run stopped on purpose may leave events queued",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				b.accept("e2")
+				b.stop()
+				return nil
+			},
+		},
+		{
+			name:   "outage: parked, probed, drained",
+			reason: "parking under an open circuit and draining after a healthy probe is the designed path",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.persist("e1", machine.Retry, 1, machine.NotDead)
+				b.circuit(machine.Checking)
+				b.probe()
+				b.circuit(machine.Open)
+				b.persist("e1", machine.Parked, 1, machine.NotDead)
+				b.persist("e2", machine.Parked, 0, machine.NotDead)
+				b.restart()
+				b.circuit(machine.Open)
+				b.probe()
+				b.circuit(machine.Closed)
+				b.persist("e1", machine.Pending, 1, machine.NotDead)
+				b.persist("e2", machine.Pending, 0, machine.NotDead)
+				b.deliver("e1")
+				b.deliver("e2")
+				b.finish()
+				return nil
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.skip != "" {
+				t.Skip(tt.skip)
+			}
+			b := newLog(policy())
+			want := tt.build(b)
+			var got []found
+			for _, v := range invariants.Check(b.run) {
+				got = append(got, found{v.Invariant, v.ID, v.Step})
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\nCheck mismatch (-want +got):\n%s\nfull report: %v", tt.reason, diff, invariants.Check(b.run))
+			}
+		})
+	}
+}
+
+func TestViolationString(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string
+		v      invariants.Violation
+		want   string
+	}{
+		{
+			name:   "event at a step",
+			reason: "the usual form names the invariant, the event and the step",
+			v:      invariants.Violation{Invariant: invariants.Order, ID: "e2", Step: 7, Detail: "applied seq 2 after seq 3"},
+			want:   "order: event e2 at step 7: applied seq 2 after seq 3",
+		},
+		{
+			name:   "event in the final state",
+			reason: "step -1 reads as the final state",
+			v:      invariants.Violation{Invariant: invariants.NothingLost, ID: "e1", Step: -1, Detail: "missing"},
+			want:   "nothing-lost: event e1 at final state: missing",
+		},
+		{
+			name:   "no event, at a step",
+			reason: "a violation about no one event leaves the event out",
+			v:      invariants.Violation{Invariant: invariants.BoundedSends, Step: 0, Detail: "x"},
+			want:   "bounded-sends: at step 0: x",
+		},
+		{
+			name:   "no event, final state",
+			reason: "both omissions together",
+			v:      invariants.Violation{Invariant: invariants.Liveness, Step: -1, Detail: "y"},
+			want:   "liveness: at final state: y",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.v.String()); diff != "" {
+				t.Errorf("%s\nString mismatch (-want +got):\n%s", tt.reason, diff)
+			}
+		})
+	}
+}
+
+func TestLivenessBound(t *testing.T) {
+	p := machine.DefaultConfig()
+	const latency = 50 * time.Millisecond
+	base := invariants.LivenessBound(p, 10, 0, latency)
+
+	t.Run("settle time alone", func(t *testing.T) {
+		got := invariants.LivenessBound(p, 0, 0, latency)
+		want := p.ProbeMaxInterval + p.ProbeTimeout + p.AttemptTimeout + max(p.MaxBackoff, p.MaxRetryAfter)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("bound with no events is the sender's longest wait (-want +got):\n%s", diff)
+		}
+	})
+	tests := []struct {
+		name   string
+		reason string
+		events int
+		poison int
+	}{
+		{"more events", "each event needs its round trip", 11, 0},
+		{"many more events", "the bound grows with the backlog", 1000, 0},
+		{"one poison", "a poison event spends its whole budget after healing", 10, 1},
+		{"more poison", "each poison event adds its budget", 10, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := invariants.LivenessBound(p, tt.events, tt.poison, latency)
+			if got <= base {
+				t.Errorf("%s: LivenessBound(events=%d, poison=%d) = %v, want above %v (events=10, poison=0)", tt.reason, tt.events, tt.poison, got, base)
+			}
+		})
+	}
+	t.Run("poison outweighs an event", func(t *testing.T) {
+		event := invariants.LivenessBound(p, 11, 0, latency)
+		poison := invariants.LivenessBound(p, 10, 1, latency)
+		if poison <= event {
+			t.Errorf("one poison event adds %v, one ordinary event %v; want the poison to cost more", poison-base, event-base)
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package scenarios
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/sim"
+)
+
+// Swarm draws a whole world from the seed alone: ordering, policy, workload
+// and fault mix. Swarm testing: each seed turns on a different subset of
+// faults at a different intensity, so that faults which mask each other in
+// one mix are met alone in another. Every range is sane for the policy
+// (no world is unsatisfiable by construction), and every fault ends by
+// FaultsEnd so the liveness phase can be judged.
+func Swarm(seed uint64) sim.World {
+	h := fnv.New64a()
+	h.Write([]byte("swarm"))
+	r := rand.New(rand.NewPCG(seed, h.Sum64()))
+	dur := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	coin := func(p float64) bool { return r.Float64() < p }
+	rate := func(hi float64) float64 { return r.Float64() * hi }
+
+	p := Policy(seed)
+	if coin(0.4) {
+		p.Ordering = machine.Independent
+		p.Window = 1 + r.IntN(8)
+	}
+	p.MaxAttempts = 3 + r.IntN(10)
+	p.BaseBackoff = dur(50*time.Millisecond, 500*time.Millisecond)
+	p.MaxBackoff = min(p.BaseBackoff<<(2+r.IntN(5)), 10*time.Second)
+	p.JitterPercent = r.IntN(51)
+	p.AttemptTimeout = dur(time.Second, 5*time.Second)
+	p.BreakerThreshold = 1 + r.IntN(5)
+	p.ProbeTimeout = dur(500*time.Millisecond, 3*time.Second)
+	p.ProbeBaseInterval = dur(200*time.Millisecond, time.Second)
+	p.ProbeMaxInterval = p.ProbeBaseInterval * time.Duration(2+r.IntN(8))
+	p.MaxAge = dur(time.Minute, 10*time.Minute)
+	if coin(0.2) {
+		p.MaxQueued = 5 + r.IntN(20) // backpressure: the producer must wait
+	}
+
+	w := Base(seed)
+	w.Policy = p
+	w.Events = 10 + r.IntN(111)
+	w.Interarrival = dur(20*time.Millisecond, time.Second)
+	w.FaultsEnd = dur(10*time.Second, 60*time.Second)
+	w.Producer.AckTimeout = dur(time.Second, 5*time.Second)
+	if coin(0.3) {
+		w.Producer.SendTwice = true
+		w.Producer.TwiceDelay = dur(0, time.Second)
+	}
+	c := &w.Channel
+	c.LatencyMin = dur(time.Millisecond, 20*time.Millisecond)
+	c.LatencyMax = c.LatencyMin + dur(0, 200*time.Millisecond)
+	c.ClientTimeout = dur(200*time.Millisecond, 4*time.Second) // may outlast AttemptTimeout
+	window := func(maxLen time.Duration) sim.Window {
+		from := dur(0, w.FaultsEnd-time.Second)
+		return sim.Window{From: from, To: min(from+dur(time.Second, maxLen), w.FaultsEnd)}
+	}
+	for range r.IntN(4) {
+		c.Outages = append(c.Outages, window(25*time.Second))
+	}
+	if coin(0.4) {
+		for range 1 + r.IntN(2) {
+			c.Flapping = append(c.Flapping, window(20*time.Second))
+		}
+		c.FlapFailRate = rate(0.5)
+	}
+	if coin(0.5) {
+		c.LostAckRate = rate(0.4)
+	}
+	if coin(0.3) {
+		c.LateRate = rate(0.1)
+		c.LateDelay = dur(500*time.Millisecond, 10*time.Second)
+	}
+	w.Receiver.Fence = p.Ordering == machine.Strict
+	for range r.IntN(3) {
+		w.Receiver.Poison = append(w.Receiver.Poison, sim.EventID(r.IntN(w.Events)))
+	}
+	for range r.IntN(3) {
+		w.Receiver.Stubborn = append(w.Receiver.Stubborn, sim.Stubborn{ID: sim.EventID(r.IntN(w.Events)), Failures: 1 + r.IntN(6)})
+	}
+	w.Restarts.Random = r.IntN(5)
+	if coin(0.4) {
+		w.Restarts.CrashAfterPersistRate = rate(0.1)
+		w.Restarts.MaxCrashes = 1 + r.IntN(3)
+	}
+	return w
+}

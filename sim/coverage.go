@@ -1,0 +1,76 @@
+package sim
+
+import "github.com/courierlab/courier/machine"
+
+// Fault is a kind of fault the simulator injects, for the coverage matrix.
+type Fault uint8
+
+const (
+	FaultOutage         Fault = iota // a send refused inside an outage window
+	FaultFlap                        // a send failed on the flapping link
+	FaultLostAck                     // the receiver's reply was lost
+	FaultLate                        // a request held in the network landed late
+	FaultRestart                     // the sender lost its memory (scheduled or drawn)
+	FaultCrash                       // the sender died between persisting a batch and acting on it
+	FaultPoison                      // the receiver rejected a poison event
+	FaultStubborn                    // the receiver rejected a stubborn event
+	FaultDuplicateOffer              // the producer offered an ID already accepted
+	numFaults
+)
+
+var faultNames = [numFaults]string{
+	"outage refusal", "flapping failure", "lost reply", "late arrival", "restart",
+	"crash after persist", "poison rejection", "stubborn rejection", "duplicate offer",
+}
+
+func (f Fault) String() string { return faultNames[f] }
+
+// Faults lists every fault kind, in matrix order.
+func Faults() []Fault {
+	out := make([]Fault, numFaults)
+	for i := range out {
+		out[i] = Fault(i)
+	}
+	return out
+}
+
+// States lists the event states, in matrix order.
+func States() []machine.State {
+	return []machine.State{machine.Pending, machine.Retry, machine.Parked, machine.Delivered, machine.Dead}
+}
+
+// Coverage counts which fault met an event in which state: the state the
+// store held for the event the fault struck, at the instant it struck. A
+// restart or crash strikes every event the store holds, counted once per
+// distinct state present.
+type Coverage [numFaults][machine.Dead + 1]int
+
+// At returns the count of fault f meeting state s.
+func (c *Coverage) At(f Fault, s machine.State) int { return c[f][s] }
+
+// Add adds o into c.
+func (c *Coverage) Add(o Coverage) {
+	for f := range c {
+		for s := range c[f] {
+			c[f][s] += o[f][s]
+		}
+	}
+}
+
+func (s *sim) cover(f Fault, id string) {
+	if r, ok := s.store.records[id]; ok {
+		s.stats.Coverage[f][r.State]++
+	}
+}
+
+func (s *sim) coverAll(f Fault) {
+	var seen [machine.Dead + 1]bool
+	for _, r := range s.store.records {
+		seen[r.State] = true
+	}
+	for st, ok := range seen {
+		if ok {
+			s.stats.Coverage[f][st]++
+		}
+	}
+}

@@ -1,0 +1,283 @@
+// The fake store keeps acceptance order and writes a batch whole, and the fake receiver deduplicates, fences, and fails poison and stubborn events as its config says: checked by driving each fake directly.
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/courierlab/courier/internal/plant"
+	"github.com/courierlab/courier/machine"
+)
+
+func rec(id string, seq uint64, st machine.State, attempts int) machine.Record {
+	return machine.Record{ID: id, Seq: seq, AcceptedAt: Epoch, State: st, Attempts: attempts}
+}
+
+func TestStore(t *testing.T) {
+	type got struct {
+		Records []machine.Record
+		Writes  int
+	}
+	tests := []struct {
+		name    string
+		reason  string
+		batches [][]machine.Record
+		want    got
+	}{
+		{
+			name:   "acceptance order",
+			reason: "records come back in the order they were accepted",
+			batches: [][]machine.Record{
+				{rec("b", 1, machine.Pending, 0)},
+				{rec("a", 2, machine.Pending, 0), rec("c", 3, machine.Pending, 0)},
+			},
+			want: got{Records: []machine.Record{
+				rec("b", 1, machine.Pending, 0), rec("a", 2, machine.Pending, 0), rec("c", 3, machine.Pending, 0),
+			}, Writes: 2},
+		},
+		{
+			name:   "overwrite keeps position",
+			reason: "a new version replaces the old in place; it does not move the event to the end",
+			batches: [][]machine.Record{
+				{rec("e1", 1, machine.Pending, 0), rec("e2", 2, machine.Pending, 0)},
+				{rec("e1", 1, machine.Pending, 1)},
+				{rec("e1", 1, machine.Delivered, 1)},
+			},
+			want: got{Records: []machine.Record{
+				rec("e1", 1, machine.Delivered, 1), rec("e2", 2, machine.Pending, 0),
+			}, Writes: 3},
+		},
+		{
+			name:   "seq decides over write order",
+			reason: "Records is in acceptance (Seq) order even if a batch wrote a later seq first",
+			batches: [][]machine.Record{
+				{rec("e2", 2, machine.Pending, 0), rec("e1", 1, machine.Pending, 0)},
+			},
+			want: got{Records: []machine.Record{
+				rec("e1", 1, machine.Pending, 0), rec("e2", 2, machine.Pending, 0),
+			}, Writes: 1},
+		},
+		{
+			name:   "atomic batch",
+			reason: "a batch is one write: every record of it is there after Apply, the last version of each",
+			batches: [][]machine.Record{
+				{rec("e1", 1, machine.Pending, 0), rec("e2", 2, machine.Pending, 0), rec("e1", 1, machine.Retry, 1), rec("e3", 3, machine.Parked, 0)},
+			},
+			want: got{Records: []machine.Record{
+				rec("e1", 1, machine.Retry, 1), rec("e2", 2, machine.Pending, 0), rec("e3", 3, machine.Parked, 0),
+			}, Writes: 1},
+		},
+		{
+			name:    "empty batch writes nothing",
+			reason:  "a step that persists nothing costs no write",
+			batches: [][]machine.Record{{rec("e1", 1, machine.Pending, 0)}, nil, {}},
+			want:    got{Records: []machine.Record{rec("e1", 1, machine.Pending, 0)}, Writes: 1},
+		},
+		{
+			name:   "empty store",
+			reason: "no records is an empty list",
+			want:   got{Records: []machine.Record{}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore()
+			for _, b := range tt.batches {
+				s.Apply(b)
+			}
+			g := got{Records: s.Records(), Writes: s.writes}
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("%s\nstore (-want +got):\n%s", tt.reason, diff)
+			}
+		})
+	}
+}
+
+// Records hands out a copy: changing it does not change the store.
+func TestStoreRecordsIsACopy(t *testing.T) {
+	s := newStore()
+	s.Apply([]machine.Record{rec("e1", 1, machine.Pending, 0)})
+	s.Records()[0].State = machine.Dead
+	if got := s.Records()[0].State; got != machine.Pending {
+		t.Errorf("after changing the returned slice the store holds %v, want pending", got)
+	}
+}
+
+func TestReceiver(t *testing.T) {
+	type delivery struct {
+		id  string
+		seq uint64
+	}
+	type got struct {
+		Verdicts []string
+		Order    []string
+		Applied  map[string]int
+		Dups     int
+		Fenced   int
+	}
+	tests := []struct {
+		name       string
+		reason     string
+		cfg        Receiver
+		bug        plant.Bug // planted bug switched on for the row
+		deliveries []delivery
+		want       got
+	}{
+		{
+			name:       "dedup",
+			reason:     "a second delivery of an applied ID is discarded as a duplicate and counted",
+			deliveries: []delivery{{"e1", 1}, {"e1", 1}, {"e2", 2}, {"e1", 1}},
+			want: got{
+				Verdicts: []string{"applied", "duplicate", "applied", "duplicate"},
+				Order:    []string{"e1", "e2"},
+				Applied:  map[string]int{"e1": 1, "e2": 1},
+				Dups:     2,
+			},
+		},
+		{
+			name:       "no fence applies out of order",
+			reason:     "without Fence the receiver applies any new ID, whatever its seq",
+			deliveries: []delivery{{"e2", 2}, {"e1", 1}},
+			want: got{
+				Verdicts: []string{"applied", "applied"},
+				Order:    []string{"e2", "e1"},
+				Applied:  map[string]int{"e1": 1, "e2": 1},
+			},
+		},
+		{
+			name:       "fence",
+			reason:     "with Fence a seq at or below the highest applied is refused, and later seqs still apply",
+			cfg:        Receiver{Fence: true},
+			deliveries: []delivery{{"e1", 1}, {"e3", 3}, {"e2", 2}, {"e4", 4}, {"e0", 3}},
+			want: got{
+				Verdicts: []string{"applied", "applied", "fenced", "applied", "fenced"},
+				Order:    []string{"e1", "e3", "e4"},
+				Applied:  map[string]int{"e1": 1, "e3": 1, "e4": 1},
+				Fenced:   2,
+			},
+		},
+		{
+			name:       "dedup before fence",
+			reason:     "a redelivery of an applied ID is a duplicate (acknowledged), not fenced (refused)",
+			cfg:        Receiver{Fence: true},
+			deliveries: []delivery{{"e1", 1}, {"e2", 2}, {"e1", 1}},
+			want: got{
+				Verdicts: []string{"applied", "applied", "duplicate"},
+				Order:    []string{"e1", "e2"},
+				Applied:  map[string]int{"e1": 1, "e2": 1},
+				Dups:     1,
+			},
+		},
+		{
+			name:       "poison",
+			reason:     "a poison ID fails every delivery and is never applied",
+			cfg:        Receiver{Poison: []string{"e2"}},
+			deliveries: []delivery{{"e1", 1}, {"e2", 2}, {"e2", 2}, {"e3", 3}, {"e2", 2}},
+			want: got{
+				Verdicts: []string{"applied", "poison", "poison", "applied", "poison"},
+				Order:    []string{"e1", "e3"},
+				Applied:  map[string]int{"e1": 1, "e3": 1},
+			},
+		},
+		{
+			name:       "stubborn",
+			reason:     "a stubborn ID fails its first Failures deliveries, then applies once",
+			cfg:        Receiver{Stubborn: []Stubborn{{ID: "e1", Failures: 2}, {ID: "e2", Failures: 0}}},
+			deliveries: []delivery{{"e1", 1}, {"e2", 2}, {"e1", 1}, {"e1", 1}, {"e1", 1}},
+			want: got{
+				Verdicts: []string{"stubborn", "applied", "stubborn", "applied", "duplicate"},
+				Order:    []string{"e2", "e1"},
+				Applied:  map[string]int{"e1": 1, "e2": 1},
+				Dups:     1,
+			},
+		},
+		{
+			name:       "NoDedup applies twice",
+			reason:     "the planted bug: every delivery is applied, duplicates included",
+			bug:        plant.ReceiverNoDedup,
+			deliveries: []delivery{{"e1", 1}, {"e1", 1}, {"e2", 2}},
+			want: got{
+				Verdicts: []string{"applied", "applied", "applied"},
+				Order:    []string{"e1", "e1", "e2"},
+				Applied:  map[string]int{"e1": 2, "e2": 1},
+			},
+		},
+		{
+			name:       "NoDedup with Fence",
+			reason:     "the fence still refuses a repeated seq when deduplication is off",
+			cfg:        Receiver{Fence: true},
+			bug:        plant.ReceiverNoDedup,
+			deliveries: []delivery{{"e1", 1}, {"e1", 1}},
+			want: got{
+				Verdicts: []string{"applied", "fenced"},
+				Order:    []string{"e1"},
+				Applied:  map[string]int{"e1": 1},
+				Fenced:   1,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			restore, err := plant.Set(tt.bug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer restore()
+			r := newReceiver(tt.cfg)
+			var g got
+			for _, d := range tt.deliveries {
+				v := r.deliver(machine.Send{ID: d.id, Seq: d.seq, Attempt: 1})
+				g.Verdicts = append(g.Verdicts, v.String())
+			}
+			g.Order, g.Applied, g.Dups, g.Fenced = r.order, r.applied, r.dups, r.fenced
+			if diff := cmp.Diff(tt.want, g); diff != "" {
+				t.Errorf("%s\nreceiver (-want +got):\n%s", tt.reason, diff)
+			}
+		})
+	}
+}
+
+// Each verdict is answered as the sender must read it.
+func TestVerdictOutcome(t *testing.T) {
+	tests := []struct {
+		v      verdict
+		reason string
+		want   machine.Outcome
+	}{
+		{applied, "the effect took place", machine.OutcomeDelivered},
+		{duplicate, "already applied, so confirmed", machine.OutcomeDelivered},
+		{fenced, "the stream moved past it for good", machine.OutcomeRefused},
+		{rejectedPoison, "poison fails retryably", machine.OutcomeFailed},
+		{rejectedStubborn, "stubborn fails retryably", machine.OutcomeFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v.String(), func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.v.outcome()); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tt.reason, diff)
+			}
+		})
+	}
+}
+
+func TestWindow(t *testing.T) {
+	w := Window{From: time.Second, To: 2 * time.Second}
+	tests := []struct {
+		d    time.Duration
+		want bool
+	}{
+		{time.Second - 1, false},
+		{time.Second, true},
+		{2*time.Second - 1, true},
+		{2 * time.Second, false},
+	}
+	for _, tt := range tests {
+		if got := w.contains(tt.d); got != tt.want {
+			t.Errorf("%v.contains(%v) = %v, want %v (half-open span)", w, tt.d, got, tt.want)
+		}
+	}
+	if diff := cmp.Diff("[1s,2s)", w.String()); diff != "" {
+		t.Errorf("Window.String (-want +got):\n%s", diff)
+	}
+}
