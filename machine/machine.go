@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/courierlab/courier/internal/plant"
 )
 
 // Errors for misuse. Each is wrapped with the detail that names the input.
@@ -67,6 +69,8 @@ type Machine struct {
 	stats Stats
 	out   Batch
 	dirty []*entry
+
+	reverseDrain bool // planted bug DrainOutOfOrder only
 }
 
 // New returns a machine with no events, for a stream that has never had any.
@@ -104,6 +108,9 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 		}
 		if _, dup := m.byID[r.ID]; dup {
 			return nil, Batch{}, fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
+		}
+		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
+			continue
 		}
 		e := &entry{rec: r}
 		m.byID[r.ID] = e
@@ -268,7 +275,7 @@ func (m *Machine) check(in Input) error {
 }
 
 func (m *Machine) accept(in Accept) {
-	if e := m.byID[in.ID]; e != nil {
+	if e := m.byID[in.ID]; e != nil && !plant.On(plant.AcceptNotIdempotent) {
 		// Idempotent: nothing changes, not even the payload; ack again.
 		m.stats.Duplicates++
 		m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq, Duplicate: true})
@@ -340,9 +347,13 @@ func (m *Machine) land(e *entry) {
 func (m *Machine) fail(e *entry, retryAfter time.Duration) {
 	m.streak++
 	n := e.rec.Attempts
-	if n >= m.cfg.MaxAttempts {
+	switch {
+	case n >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever):
+		e.rec.NextAt = m.now.Add(100 * 365 * 24 * time.Hour)
+		m.setState(e, Retry, NotDead)
+	case n >= m.cfg.MaxAttempts && !plant.On(plant.UnboundedRetries):
 		m.kill(e, Exhausted)
-	} else {
+	default:
 		next := m.now.Add(m.cfg.retryDelay(e.rec.ID, n, retryAfter))
 		if !next.Before(e.rec.Deadline(m.cfg)) {
 			m.kill(e, Expired)
@@ -392,6 +403,7 @@ func (m *Machine) probeHealthy() {
 		// on a flapping link, so the first failure of the drain checks
 		// again at once instead of spending a whole streak of attempts.
 		m.streak = m.cfg.BreakerThreshold - 1
+		m.reverseDrain = plant.On(plant.DrainOutOfOrder)
 		// Release the backlog; dispatch drains it in acceptance order.
 		for _, e := range m.live {
 			if e.rec.State == Parked {
@@ -437,14 +449,15 @@ func (m *Machine) advance() {
 		m.probeFailed()
 	}
 	for _, e := range m.live {
-		if !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.rec.Deadline(m.cfg)) {
+		if !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.rec.Deadline(m.cfg)) &&
+			!plant.On(plant.PoisonBlocksForever) {
 			m.kill(e, Expired)
 		}
 	}
 	if m.circuit == Open && !m.probeOut && !m.now.Before(m.probeNext) {
 		m.sendProbe()
 	}
-	if m.circuit == Closed {
+	if m.circuit == Closed || plant.On(plant.SendWhileOpen) {
 		m.dispatch()
 	}
 	m.compact()
@@ -453,14 +466,20 @@ func (m *Machine) advance() {
 
 // dispatch starts attempts, in acceptance order, while the window allows.
 func (m *Machine) dispatch() {
-	for _, e := range m.live {
+	live := m.live
+	if m.reverseDrain {
+		live = slices.Clone(live)
+		slices.Reverse(live)
+	}
+	for _, e := range live {
 		if m.flying >= m.cfg.window() {
 			return
 		}
 		if e.rec.State.Terminal() {
 			continue
 		}
-		if e.inFlight || m.now.Before(e.rec.NextAt) {
+		stuck := e.rec.Attempts >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever)
+		if e.inFlight || m.now.Before(e.rec.NextAt) || stuck {
 			if m.cfg.Ordering == Strict {
 				return // the head of the stream holds the rest
 			}
@@ -471,10 +490,10 @@ func (m *Machine) dispatch() {
 }
 
 func (m *Machine) start(e *entry) {
-	if e.rec.State == Parked {
+	if e.rec.State == Parked && !plant.On(plant.SendWhileOpen) {
 		panic(fmt.Sprintf("machine: invalid transition [parked -> send] for %s while the circuit is %s", e.rec.ID, m.circuit))
 	}
-	if e.rec.Attempts >= m.cfg.MaxAttempts {
+	if e.rec.Attempts >= m.cfg.MaxAttempts && !plant.On(plant.UnboundedRetries) {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> send] for %s: attempt %d would exceed MaxAttempts %d",
 			e.rec.State, e.rec.ID, e.rec.Attempts+1, m.cfg.MaxAttempts))
 	}

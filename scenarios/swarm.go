@@ -57,7 +57,9 @@ func Swarm(seed uint64) sim.World {
 	c := &w.Channel
 	c.LatencyMin = dur(time.Millisecond, 20*time.Millisecond)
 	c.LatencyMax = c.LatencyMin + dur(0, 200*time.Millisecond)
-	c.ClientTimeout = dur(200*time.Millisecond, 4*time.Second) // may outlast AttemptTimeout
+	// A healthy round trip beats every timeout; the client's may outlast
+	// the machine's AttemptTimeout, so both timeout paths are exercised.
+	c.ClientTimeout = 2*c.LatencyMax + dur(10*time.Millisecond, 4*time.Second)
 	window := func(maxLen time.Duration) sim.Window {
 		from := dur(0, w.FaultsEnd-time.Second)
 		return sim.Window{From: from, To: min(from+dur(time.Second, maxLen), w.FaultsEnd)}

@@ -97,6 +97,11 @@ type sim struct {
 	answered   map[attemptKey]bool // the sender already has an outcome
 	firstOffer time.Time
 	lastSettle time.Time
+	// end is when the run stops if it has not settled: with no
+	// MaxDuration, one MaxAge, AttemptTimeout and a minute after the
+	// latest acceptance (backpressure can delay acceptances), by which
+	// every event must be terminal.
+	end time.Time
 
 	run   invariants.Run
 	trace []string
@@ -129,6 +134,12 @@ func newSim(w World, seed uint64, opt Options) *sim {
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	s.run.LivenessBound = invariants.LivenessBound(w.Policy, w.Events, poison, w.Channel.LatencyMax)
 	return s
+}
+
+// settleWithin is how long after its acceptance an event must be terminal,
+// plus a minute of margin for the run to show it.
+func (s *sim) settleWithin() time.Duration {
+	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute
 }
 
 func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
@@ -182,16 +193,16 @@ func (s *sim) simulate() error {
 		})
 	}
 
-	limit := w.MaxDuration
-	if limit == 0 {
-		limit = max(lastOffer, w.FaultsEnd) + w.Policy.MaxAge + w.Policy.AttemptTimeout + time.Minute
+	if w.MaxDuration > 0 {
+		s.end = Epoch.Add(w.MaxDuration)
+	} else {
+		s.end = Epoch.Add(max(lastOffer, w.FaultsEnd) + s.settleWithin())
 	}
-	end := Epoch.Add(limit)
 	for s.q.Len() > 0 {
 		h := s.q.next()
-		if h.at.After(end) {
-			s.now = end
-			s.logf("stop: time limit %v reached with %d happenings pending", limit, s.q.Len()+1)
+		if h.at.After(s.end) {
+			s.now = s.end
+			s.logf("stop: time limit %v reached with %d happenings pending", s.end.Sub(Epoch), s.q.Len()+1)
 			break
 		}
 		s.now = h.at
@@ -245,6 +256,9 @@ func (s *sim) execute(b machine.Batch) {
 		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: r.ID, Seq: r.Seq, Record: r})
 		if r.State.Terminal() {
 			s.lastSettle = s.now
+		}
+		if by := r.AcceptedAt.Add(s.settleWithin()); s.w.MaxDuration == 0 && by.After(s.end) {
+			s.end = by
 		}
 	}
 	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&

@@ -28,9 +28,10 @@ type World struct {
 
 	// FaultsEnd is when every fault stops: the start of the liveness phase.
 	FaultsEnd time.Duration
-	// MaxDuration stops the run if it has not settled by then. Zero: the
-	// last offer plus MaxAge plus AttemptTimeout plus a minute, by which
-	// every event must be terminal.
+	// MaxDuration stops the run if it has not settled by then. Zero: a
+	// minute after every accepted event's MaxAge plus AttemptTimeout, by
+	// which every event must be terminal (the limit moves with the latest
+	// acceptance, which backpressure can delay).
 	MaxDuration time.Duration
 }
 
@@ -53,7 +54,9 @@ func (w Window) String() string { return fmt.Sprintf("[%v,%v)", w.From, w.To) }
 
 func (w Window) contains(d time.Duration) bool { return d >= w.From && d < w.To }
 
-// Channel is the network between sender and receiver.
+// Channel is the network between sender and receiver. Outside its fault
+// windows it is healthy: a round trip (2*LatencyMax) must be shorter than
+// every timeout, which Validate checks.
 type Channel struct {
 	// One-way latency, drawn uniformly in [LatencyMin, LatencyMax].
 	LatencyMin, LatencyMax time.Duration
@@ -140,6 +143,11 @@ func (w World) Validate() error {
 		return bad("Channel.LatencyMax", "is %v; must be at least LatencyMin (%v)", w.Channel.LatencyMax, w.Channel.LatencyMin)
 	case w.Channel.ClientTimeout <= 0:
 		return bad("Channel.ClientTimeout", "is %v; must be positive", w.Channel.ClientTimeout)
+	case 2*w.Channel.LatencyMax >= min(w.Channel.ClientTimeout, w.Policy.AttemptTimeout, w.Policy.ProbeTimeout):
+		// A healthy round trip must beat every timeout, or the channel
+		// never heals and the liveness phase has nothing to converge to.
+		return bad("Channel.LatencyMax", "is %v; a round trip (%v) must be shorter than ClientTimeout (%v), AttemptTimeout (%v) and ProbeTimeout (%v)",
+			w.Channel.LatencyMax, 2*w.Channel.LatencyMax, w.Channel.ClientTimeout, w.Policy.AttemptTimeout, w.Policy.ProbeTimeout)
 	case w.Channel.LateDelay < 0:
 		return bad("Channel.LateDelay", "is %v; must not be negative", w.Channel.LateDelay)
 	case w.FaultsEnd < 0:
