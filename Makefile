@@ -2,7 +2,7 @@
 # requirement. The README's two set-up commands need only Go.
 GO ?= go
 
-.PHONY: all test race lint bench results simrun
+.PHONY: all test race lint bench results simrun cross sweep
 
 all: lint test
 
@@ -28,3 +28,16 @@ results:
 
 simrun:
 	$(GO) build -o simrun ./cmd/simrun
+
+# Determinism across architectures: the golden trace hashes and the
+# machine's test vectors must hold on 32-bit (386) and on WebAssembly
+# (js/wasm, run by Node through Go's own wasm runner).
+CROSS_TESTS = TestGoldenTraceHashes|TestSameSeedSameTrace|TestScripts|TestBackoffPinned
+WASM_EXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
+cross:
+	GOARCH=386 $(GO) test -count=1 -run '$(CROSS_TESTS)' ./scenarios ./machine
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(WASM_EXEC)" -run '$(CROSS_TESTS)' ./scenarios ./machine
+
+# A swarm sweep of 10,000 seeds, as the issue tracker's done-criteria ask.
+sweep:
+	$(GO) run ./cmd/simrun sweep -seeds 10000
