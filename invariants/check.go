@@ -28,8 +28,10 @@ const (
 	BoundedSends = "bounded-sends"
 	// DeadKept: a dead event stays in the store, dead, with its reason.
 	DeadKept = "dead-kept"
-	// Monotonic: a terminal state never changes and an attempt count
-	// never decreases.
+	// Monotonic: a terminal state never changes, an attempt count never
+	// decreases, and no owner tries to write a record against its history
+	// (which the store refuses, but only an owner that lost track of who
+	// owns the stream would try).
 	Monotonic = "monotonic"
 	// Liveness: every event is delivered or dead by its deadline: MaxAge
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
@@ -61,7 +63,7 @@ type eventView struct {
 	rec       machine.Record // latest persisted
 	doneAt    time.Time      // when it was first persisted terminal
 	sends     int
-	attempt   int // highest attempt number sent
+	attempts  map[int]bool // attempt numbers sent
 	applied   int
 	everDead  bool
 	deadRec   machine.Record
@@ -70,7 +72,7 @@ type eventView struct {
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
-	c := checker{run: run, events: map[string]*eventView{}}
+	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}}
 	for _, e := range run.Entries {
 		c.entry(e)
 	}
@@ -81,9 +83,10 @@ func Check(run Run) []Violation {
 type checker struct {
 	run     Run
 	events  map[string]*eventView
-	order   []string // IDs in order of first persistence (acceptance order)
-	circuit machine.Circuit
-	applied uint64 // highest seq applied (strict)
+	order   []string                   // IDs in order of first persistence (acceptance order)
+	circuit map[string]machine.Circuit // per worker
+	newest  uint64                     // the newest fencing token granted
+	applied uint64                     // highest seq applied (strict)
 	out     []Violation
 }
 
@@ -134,9 +137,13 @@ func (c *checker) entry(e Entry) {
 			c.applied = max(c.applied, v.seq)
 		}
 	case CircuitChanged:
-		c.circuit = e.Circuit
+		c.circuit[e.Worker] = e.Circuit
 	case Restarted:
-		c.circuit = 0
+		c.circuit[e.Worker] = 0
+	case LeaseGranted:
+		c.newest = max(c.newest, e.Token)
+	case WriteRejected:
+		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
 	case Probed, Discarded:
 	}
 }
@@ -184,18 +191,24 @@ func (c *checker) sent(e Entry) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
-	if e.Attempt <= v.attempt {
-		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent after attempt %d: an attempt number was reused", e.Attempt, v.attempt)
+	if v.attempts[e.Attempt] {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent twice: an attempt number was reused", e.Attempt)
 	}
-	v.attempt = max(v.attempt, e.Attempt)
+	if v.attempts == nil {
+		v.attempts = map[int]bool{}
+	}
+	v.attempts[e.Attempt] = true
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}
-	if v.rec.State.Terminal() {
+	// Only a fenced-off owner (a newer lease exists) may still send, late,
+	// an attempt it persisted before it lost the stream.
+	zombie := e.Token < c.newest
+	if v.rec.State.Terminal() && !zombie {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent after the event was %s", e.Attempt, v.rec.State)
 	}
-	if c.circuit == machine.Open || c.circuit == machine.Checking {
-		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the circuit was %s", e.Attempt, c.circuit)
+	if cs := c.circuit[e.Worker]; cs == machine.Open || cs == machine.Checking {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the circuit was %s", e.Attempt, cs)
 	}
 	if p.Ordering == machine.Strict {
 		for _, id := range c.order {
@@ -245,7 +258,7 @@ func (c *checker) final() {
 // liveness checks that the event settled by its deadline.
 func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
 	p := c.run.Policy
-	deadline := r.AcceptedAt.Add(p.MaxAge + p.AttemptTimeout)
+	deadline := r.AcceptedAt.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {
 		from := r.AcceptedAt
 		if c.run.HealedAt.After(from) {

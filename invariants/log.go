@@ -26,18 +26,26 @@ const (
 	Discarded
 	// CircuitChanged: the sender's circuit went to Circuit.
 	CircuitChanged
-	// Restarted: the sender lost its memory and was rebuilt from the
-	// store. Its circuit is reported by the CircuitChanged that follows.
+	// Restarted: the sender (Worker) lost its memory, or a worker took
+	// over a stream with a fresh machine. Its circuit is reported by the
+	// CircuitChanged that follows.
 	Restarted
+	// LeaseGranted: the store granted Worker a lease with fencing Token.
+	LeaseGranted
+	// WriteRejected: the store refused Worker's write because it would
+	// rewrite history (store.ErrInvalidWrite); Detail says how. A correct
+	// owner never makes such a write.
+	WriteRejected
 )
 
 var kindNames = [...]string{
 	Acked: "acked", Persisted: "persisted", Sent: "sent", Probed: "probed",
 	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
+	LeaseGranted: "lease", WriteRejected: "write-rejected",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Restarted {
+	if k >= Acked && k <= WriteRejected {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -55,7 +63,13 @@ type Entry struct {
 	Record machine.Record
 	// Circuit is set on CircuitChanged.
 	Circuit machine.Circuit
-	Detail  string
+	// Worker names the sender that acted, when there are several ("" for
+	// a single sender; "store" for a record the store itself created).
+	Worker string
+	// Token is the fencing token under which Worker acted (0 without
+	// leases): on Sent, Persisted and LeaseGranted.
+	Token  uint64
+	Detail string
 }
 
 // Run is everything the checker needs of one run: what was observed, in
@@ -77,6 +91,10 @@ type Run struct {
 	// LivenessBound is how long after HealedAt every event must have
 	// reached delivered or dead (see LivenessBound).
 	LivenessBound time.Duration
+	// Slack is added to every event's MaxAge deadline: the time a lease
+	// handover can take plus the largest clock skew between workers, since
+	// an owner judges MaxAge by its own clock. Zero for a single sender.
+	Slack time.Duration
 }
 
 // Add appends an entry, numbering it.

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Input is one thing the caller tells the machine: Accept, Tick, Result or
-// ProbeResult. Every input carries the caller's clock reading; readings
+// Input is one thing the caller tells the machine: Accept, Adopt, Tick,
+// Result or ProbeResult. Every input carries the caller's clock reading; readings
 // must never go backwards.
 type Input interface {
 	at() time.Time
@@ -20,6 +20,18 @@ type Accept struct {
 	At      time.Time
 	ID      string
 	Payload []byte
+}
+
+// Adopt hands the machine an event that a shared store accepted on its
+// behalf. In a runtime where producers enqueue into a store that several
+// workers share, the store assigns Seq and acknowledges the producer, and
+// the worker that owns the stream adopts each new record as it finds it.
+// The record must be pending with no attempt, its Seq above every Seq the
+// machine knows. Nothing is acknowledged; nothing is persisted unless the
+// circuit is open (the event is then parked).
+type Adopt struct {
+	At     time.Time
+	Record Record
 }
 
 // Tick says that time has advanced to At. The caller sends one at or after
@@ -70,6 +82,7 @@ type ProbeResult struct {
 }
 
 func (in Accept) at() time.Time      { return in.At }
+func (in Adopt) at() time.Time       { return in.At }
 func (in Tick) at() time.Time        { return in.At }
 func (in Result) at() time.Time      { return in.At }
 func (in ProbeResult) at() time.Time { return in.At }
@@ -77,6 +90,11 @@ func (in ProbeResult) at() time.Time { return in.At }
 // Format implements Input.
 func (in Accept) Format(epoch time.Time) string {
 	return fmt.Sprintf("accept %s bytes=%d at=%s", in.ID, len(in.Payload), FormatInstant(in.At, epoch))
+}
+
+// Format implements Input.
+func (in Adopt) Format(epoch time.Time) string {
+	return fmt.Sprintf("adopt %s seq=%d bytes=%d at=%s", in.Record.ID, in.Record.Seq, len(in.Record.Payload), FormatInstant(in.At, epoch))
 }
 
 // Format implements Input.

@@ -224,6 +224,8 @@ func (m *Machine) Step(in Input) (Batch, error) {
 	switch in := in.(type) {
 	case Accept:
 		m.accept(in)
+	case Adopt:
+		m.adopt(in)
 	case Tick:
 		// Time alone: advance does the work.
 	case Result:
@@ -248,6 +250,22 @@ func (m *Machine) check(in Input) error {
 		}
 		if _, dup := m.byID[in.ID]; !dup && m.queued >= m.cfg.MaxQueued {
 			return fmt.Errorf("%w: %d events waiting (MaxQueued); %q not accepted", ErrQueueFull, m.queued, in.ID)
+		}
+	case Adopt:
+		r := in.Record
+		if err := checkRecord(r); err != nil {
+			return err
+		}
+		if _, known := m.byID[r.ID]; known {
+			return nil // ignored in adopt: the store may hand a record over twice
+		}
+		switch {
+		case r.State != Pending || r.Attempts != 0:
+			return fmt.Errorf("%w: adopt %q: a new record is pending with no attempt, not %s with %d", ErrBadRecord, r.ID, r.State, r.Attempts)
+		case r.Seq <= m.lastSeq:
+			return fmt.Errorf("%w: adopt %q: seq %d is not above the last seq %d", ErrBadRecord, r.ID, r.Seq, m.lastSeq)
+		case len(r.Payload) > m.cfg.MaxPayloadBytes:
+			return fmt.Errorf("%w: adopt %q: payload of %d bytes exceeds MaxPayloadBytes %d", ErrBadInput, r.ID, len(r.Payload), m.cfg.MaxPayloadBytes)
 		}
 	case Tick:
 	case Result:
@@ -301,6 +319,27 @@ func (m *Machine) accept(in Accept) {
 	m.stats.Accepted++
 	m.touch(e)
 	m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq})
+}
+
+// adopt takes over a record a shared store accepted. It is not refused
+// when MaxQueued is reached: the store already acknowledged it.
+func (m *Machine) adopt(in Adopt) {
+	if e := m.byID[in.Record.ID]; e != nil {
+		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
+		return
+	}
+	r := in.Record
+	r.Payload = slices.Clone(r.Payload)
+	e := &entry{rec: r}
+	m.byID[r.ID] = e
+	m.all = append(m.all, e)
+	m.live = append(m.live, e)
+	m.lastSeq = r.Seq
+	m.queued++
+	m.stats.Accepted++
+	if m.circuit == Open {
+		m.setState(e, Parked, NotDead)
+	}
 }
 
 // result handles the outcome of an attempt. Only the outcome of the

@@ -15,9 +15,10 @@ const CoverageSeeds = 1000
 // machine sent while the circuit was open).
 func Reachable(f sim.Fault, s machine.State) bool {
 	switch f {
-	case sim.FaultOutage, sim.FaultFlap:
-		// These strike a send as it leaves, and only pending and retry
-		// events are sent. Every other fault strikes later (at the
+	case sim.FaultOutage, sim.FaultFlap, sim.FaultPause:
+		// These strike a send as it leaves (a pause strikes the sends a
+		// worker holds as it stalls), and only pending and retry events
+		// are sent. Every other fault strikes later (at the
 		// receiver, at a restart, at the producer), when the event may
 		// have moved on to any state: a late copy of a poison event can be
 		// rejected after the event died.

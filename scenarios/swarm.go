@@ -87,10 +87,44 @@ func Swarm(seed uint64) sim.World {
 	for range r.IntN(3) {
 		w.Receiver.Stubborn = append(w.Receiver.Stubborn, sim.Stubborn{ID: sim.EventID(r.IntN(w.Events)), Failures: 1 + r.IntN(6)})
 	}
+	if coin(0.4) {
+		drawCluster(r, &w, dur)
+		return w
+	}
 	w.Restarts.Random = r.IntN(5)
 	if coin(0.4) {
 		w.Restarts.CrashAfterPersistRate = rate(0.1)
 		w.Restarts.MaxCrashes = 1 + r.IntN(3)
 	}
 	return w
+}
+
+// drawCluster turns the sender into 2 or 3 workers sharing one store, with
+// crashes, pauses (zombies), clock skew and store refusals drawn.
+func drawCluster(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Duration) {
+	c := &w.Cluster
+	c.Workers = 2 + r.IntN(2)
+	c.LeaseTTL = dur(time.Second, 4*time.Second)
+	c.Poll = dur(c.LeaseTTL/8, c.LeaseTTL*2/5)
+	for range c.Workers {
+		c.Skews = append(c.Skews, dur(-500*time.Millisecond, 500*time.Millisecond))
+	}
+	fault := func(maxFor time.Duration) sim.WorkerFault {
+		worker := sim.Owner
+		if r.IntN(2) == 0 {
+			worker = r.IntN(c.Workers)
+		}
+		d := dur(100*time.Millisecond, maxFor)
+		return sim.WorkerFault{Worker: worker, At: dur(0, max(w.FaultsEnd-d, 0)), For: min(d, w.FaultsEnd)}
+	}
+	for range r.IntN(3) {
+		c.Crashes = append(c.Crashes, fault(3*c.LeaseTTL))
+	}
+	for range r.IntN(3) {
+		c.Pauses = append(c.Pauses, fault(3*c.LeaseTTL))
+	}
+	for range r.IntN(3) {
+		from := dur(0, w.FaultsEnd)
+		c.StoreOutages = append(c.StoreOutages, sim.Window{From: from, To: min(from+dur(100*time.Millisecond, 3*time.Second), w.FaultsEnd)})
+	}
 }

@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/courierlab/courier/machine"
+import (
+	"context"
+
+	"github.com/courierlab/courier/machine"
+)
 
 // Fault is a kind of fault the simulator injects, for the coverage matrix.
 type Fault uint8
@@ -15,12 +19,16 @@ const (
 	FaultPoison                      // the receiver rejected a poison event
 	FaultStubborn                    // the receiver rejected a stubborn event
 	FaultDuplicateOffer              // the producer offered an ID already accepted
+	FaultPause                       // a worker stalled past its lease, then carried on (cluster)
+	FaultWorkerCrash                 // a worker died, its lease left to expire (cluster)
+	FaultStoreRefusal                // the shared store refused a write (cluster)
 	numFaults
 )
 
 var faultNames = [numFaults]string{
 	"outage refusal", "flapping failure", "lost reply", "late arrival", "restart",
 	"crash after persist", "poison rejection", "stubborn rejection", "duplicate offer",
+	"worker pause", "worker crash", "store refusal",
 }
 
 func (f Fault) String() string { return faultNames[f] }
@@ -58,6 +66,12 @@ func (c *Coverage) Add(o Coverage) {
 }
 
 func (s *sim) cover(f Fault, id string) {
+	if s.cluster {
+		if r, err := s.shared.Get(context.Background(), id); err == nil {
+			s.stats.Coverage[f][r.State]++
+		}
+		return
+	}
 	if r, ok := s.store.records[id]; ok {
 		s.stats.Coverage[f][r.State]++
 	}
@@ -65,7 +79,7 @@ func (s *sim) cover(f Fault, id string) {
 
 func (s *sim) coverAll(f Fault) {
 	var seen [machine.Dead + 1]bool
-	for _, r := range s.store.records {
+	for _, r := range s.allRecords() {
 		seen[r.State] = true
 	}
 	for st, ok := range seen {

@@ -11,14 +11,19 @@ import (
 // breaks ties: two happenings at the same instant occur in the order they
 // were scheduled, so the run never depends on heap internals.
 type happening struct {
-	at  time.Time
-	seq uint64
-	do  func()
+	at         time.Time
+	seq        uint64
+	do         func()
+	background bool
 }
 
 type queue struct {
 	items []*happening
 	seq   uint64
+	// foreground counts the pending happenings that are not background
+	// chores (a worker's periodic poll): a run with only chores left has
+	// nothing more to happen unless there is still work in the store.
+	foreground int
 }
 
 func (q *queue) Len() int { return len(q.items) }
@@ -41,10 +46,23 @@ func (q *queue) Pop() any {
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.seq++
+	q.foreground++
 	heap.Push(q, &happening{at: at, seq: q.seq, do: do})
 }
 
-func (q *queue) next() *happening { return heap.Pop(q).(*happening) }
+// scheduleChore schedules a background chore; see queue.foreground.
+func (q *queue) scheduleChore(at time.Time, do func()) {
+	q.seq++
+	heap.Push(q, &happening{at: at, seq: q.seq, do: do, background: true})
+}
+
+func (q *queue) next() *happening {
+	h := heap.Pop(q).(*happening)
+	if !h.background {
+		q.foreground--
+	}
+	return h
+}
 
 // stream returns an independent generator for one part of the world,
 // derived from the root seed and the part's name, so that adding draws in

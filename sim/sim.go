@@ -13,6 +13,7 @@ import (
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
 )
 
 // Epoch is the virtual instant every run starts at. Traces print times as
@@ -57,6 +58,9 @@ type Stats struct {
 	CircuitOpenings int
 	Restarts        int
 	Crashes         int           // restarts that cut a batch after its persist
+	LeaseGrants     int           // leases the shared store granted (cluster)
+	FencedWrites    int           // writes (saves, renewals, reads) the store refused from a stale lease (cluster)
+	ZombieSends     int           // sends by a worker whose lease had been superseded (cluster)
 	Drain           time.Duration // from the first offer until every event settled
 	End             time.Duration // virtual time when the run stopped
 	Coverage        Coverage      // which fault met which event state
@@ -82,13 +86,17 @@ type sim struct {
 	now  time.Time
 	q    queue
 
-	store *Store
-	recv  *receiver
-	m     *machine.Machine
-	inc   int // incarnation of the sender, from 1
+	store   *Store      // the single sender's store
+	shared  sharedStore // the workers' store, in cluster mode
+	cluster bool
+	recv    *receiver
 
-	tickToken int       // ticks of older tokens are stale
-	tickAt    time.Time // when the current token's tick fires; zero if none
+	// workers are the senders: one unnamed worker in single-process mode,
+	// World.Cluster.Workers named ones in cluster mode.
+	workers []*worker
+	pauses  []Pause // cluster pauses not yet begun, by At
+	// newestToken is the newest lease token the store granted.
+	newestToken uint64
 
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart *rand.Rand
@@ -110,10 +118,36 @@ type sim struct {
 }
 
 type attemptKey struct {
+	worker  string
+	gen     int
 	id      string
 	attempt int
-	inc     int
 }
+
+// worker is one sender: a machine, and in cluster mode a lease.
+type worker struct {
+	name string // "" for the single-process sender
+	inc  int    // incarnation, from 1; a crash starts a new one
+	skew time.Duration
+	m    *machine.Machine
+	gen  int // bumped whenever m is replaced or dropped
+
+	tickToken int       // ticks of older tokens are stale
+	tickAt    time.Time // when the current token's tick fires; zero if none
+
+	// Cluster mode only.
+	lease       store.Lease
+	leased      bool
+	lastSeq     uint64    // highest Seq the machine adopted or recovered
+	frozenUntil time.Time // a paused worker does nothing before this
+	idleSince   time.Time // when the owner last found nothing to do
+	down        bool      // crashed, not yet back
+}
+
+func (w *worker) owner() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
+
+// clock is the worker's reading of the virtual clock, skew included.
+func (w *worker) clock(now time.Time) time.Time { return now.Add(w.skew) }
 
 func newSim(w World, seed uint64, opt Options) *sim {
 	s := &sim{
@@ -133,6 +167,11 @@ func newSim(w World, seed uint64, opt Options) *sim {
 	}
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	s.run.LivenessBound = invariants.LivenessBound(w.Policy, w.Events, poison, w.Channel.LatencyMax)
+	if w.Cluster.Workers > 0 {
+		s.initCluster()
+	} else {
+		s.workers = []*worker{{inc: 1}}
+	}
 	return s
 }
 
@@ -143,6 +182,15 @@ func (s *sim) settleWithin() time.Duration {
 }
 
 func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
+
+// wlogf logs a line about worker w; the single sender's lines carry no
+// name, so single-process traces read as they always did.
+func (s *sim) wlogf(w *worker, format string, args ...any) {
+	if w.name != "" {
+		format = w.name + " " + format
+	}
+	s.logf(format, args...)
+}
 
 func (s *sim) logf(format string, args ...any) {
 	line := fmt.Sprintf("%10s  %s", machine.FormatInstant(s.now, Epoch), fmt.Sprintf(format, args...))
@@ -161,12 +209,16 @@ func (s *sim) observe(e invariants.Entry) {
 func (s *sim) simulate() error {
 	w := s.w
 	s.logf("world seed=%d events=%d ordering=%s faults-end=%v", s.seed, w.Events, w.Policy.Ordering, w.FaultsEnd)
-	m, err := machine.New(w.Policy)
-	if err != nil {
-		return err
+	if s.cluster {
+		s.startCluster()
+	} else {
+		m, err := machine.New(w.Policy)
+		if err != nil {
+			return err
+		}
+		s.workers[0].m = m
+		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
 	}
-	s.m, s.inc = m, 1
-	s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
 
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
@@ -189,7 +241,7 @@ func (s *sim) simulate() error {
 	for _, at := range restarts {
 		s.q.schedule(Epoch.Add(at), func() {
 			s.coverAll(FaultRestart)
-			s.restart("scheduled")
+			s.restart(s.workers[0], "scheduled")
 		})
 	}
 
@@ -199,48 +251,76 @@ func (s *sim) simulate() error {
 		s.end = Epoch.Add(max(lastOffer, w.FaultsEnd) + s.settleWithin())
 	}
 	for s.q.Len() > 0 {
+		if s.q.foreground == 0 && s.settled() {
+			break // only chores left, and nothing for them to do
+		}
 		h := s.q.next()
 		if h.at.After(s.end) {
 			s.now = s.end
 			s.logf("stop: time limit %v reached with %d happenings pending", s.end.Sub(Epoch), s.q.Len()+1)
 			break
 		}
+		if h.at.Before(s.now) {
+			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, h.at.Sub(Epoch), s.now.Sub(Epoch)))
+		}
 		s.now = h.at
 		h.do()
 	}
 	s.run.Finished = true
-	s.run.Final = s.store.Records()
+	s.run.Final = s.allRecords()
 	s.logf("end")
 	return nil
 }
 
-// step feeds one input to the current sender and carries out its batch.
+// settled reports whether every record in the store is terminal.
+func (s *sim) settled() bool {
+	for _, r := range s.allRecords() {
+		if !r.State.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// allRecords is the store's content, in acceptance order.
+func (s *sim) allRecords() []machine.Record {
+	if s.cluster {
+		return s.shared.Records(clusterStream)
+	}
+	return s.store.Records()
+}
+
+// step feeds one input to worker w's machine and carries out its batch.
 // Only an Accept may be refused (queue full); any other error is a bug in
 // the simulator or the machine, and stops the run loudly.
-func (s *sim) step(in machine.Input) {
-	s.logf("in   %s", in.Format(Epoch))
-	b, err := s.m.Step(in)
+func (s *sim) step(w *worker, in machine.Input) {
+	s.wlogf(w, "in   %s", in.Format(Epoch))
+	b, err := w.m.Step(in)
 	if _, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
-		s.logf("out  refused: queue full")
+		s.wlogf(w, "out  refused: queue full")
 		return
 	}
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: machine rejected %s: %v", s.seed, in.Format(Epoch), err))
 	}
-	s.execute(b)
+	s.execute(w, b)
 }
 
 // execute carries out a batch in the order its contract requires.
-func (s *sim) execute(b machine.Batch) {
+func (s *sim) execute(w *worker, b machine.Batch) {
 	if b.Ignored != "" {
-		s.logf("out  ignored: %s", b.Ignored)
+		s.wlogf(w, "out  ignored: %s", b.Ignored)
 	}
 	for _, c := range b.Circuit {
-		s.logf("out  circuit %s -> %s", c.From, c.To)
-		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: c.To})
+		s.wlogf(w, "out  circuit %s -> %s", c.From, c.To)
+		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Worker: w.name, Circuit: c.To})
 		if c.To == machine.Open {
 			s.stats.CircuitOpenings++
 		}
+	}
+	if s.cluster {
+		s.executeShared(w, b)
+		return
 	}
 	// 1. Persist, atomically; 2. acknowledge; 3. send and probe. The
 	// planted bugs AckBeforePersist and SendBeforePersist break the order.
@@ -248,12 +328,31 @@ func (s *sim) execute(b machine.Batch) {
 		s.ack(b.Acks)
 	}
 	if plant.On(plant.SendBeforePersist) {
-		s.sendAll(b.Sends)
+		s.sendAll(w, b.Sends)
 	}
 	s.store.Apply(b.Persist)
-	for _, r := range b.Persist {
-		s.logf("out  persist %s", r.Format(Epoch))
-		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: r.ID, Seq: r.Seq, Record: r})
+	s.persisted(w, b.Persist)
+	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&
+		s.stats.Crashes < s.w.Restarts.MaxCrashes && chance(s.rRestart, s.w.Restarts.CrashAfterPersistRate) {
+		s.stats.Crashes++
+		s.coverAll(FaultCrash)
+		s.restart(w, "crash after persist, before acks and sends")
+		return
+	}
+	if !plant.On(plant.AckBeforePersist) {
+		s.ack(b.Acks)
+	}
+	if !plant.On(plant.SendBeforePersist) {
+		s.sendAll(w, b.Sends)
+	}
+	s.act(w, b)
+}
+
+// persisted logs records the store has made durable.
+func (s *sim) persisted(w *worker, recs []machine.Record) {
+	for _, r := range recs {
+		s.wlogf(w, "out  persist %s", r.Format(Epoch))
+		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: w.name, Token: w.lease.Token, ID: r.ID, Seq: r.Seq, Record: r})
 		if r.State.Terminal() {
 			s.lastSettle = s.now
 		}
@@ -261,38 +360,53 @@ func (s *sim) execute(b machine.Batch) {
 			s.end = by
 		}
 	}
-	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&
-		s.stats.Crashes < s.w.Restarts.MaxCrashes && chance(s.rRestart, s.w.Restarts.CrashAfterPersistRate) {
-		s.stats.Crashes++
-		s.coverAll(FaultCrash)
-		s.restart("crash after persist, before acks and sends")
-		return
-	}
-	if !plant.On(plant.AckBeforePersist) {
-		s.ack(b.Acks)
-	}
-	if !plant.On(plant.SendBeforePersist) {
-		s.sendAll(b.Sends)
-	}
+}
+
+// act performs the probes of a batch and schedules its wake-up: what
+// follows the sends.
+func (s *sim) act(w *worker, b machine.Batch) {
 	for _, p := range b.Probes {
-		s.logf("out  probe %d", p.N)
-		s.observe(invariants.Entry{Kind: invariants.Probed, Detail: fmt.Sprint(p.N)})
+		s.wlogf(w, "out  probe %d", p.N)
+		s.observe(invariants.Entry{Kind: invariants.Probed, Worker: w.name, Detail: fmt.Sprint(p.N)})
 		s.stats.Probes++
-		s.probe(p)
+		s.probe(w, p)
 	}
-	// 4. Wake.
-	if !b.WakeAt.IsZero() && (s.tickAt.IsZero() || b.WakeAt.Before(s.tickAt)) {
-		s.tickToken++
-		token := s.tickToken
-		s.tickAt = b.WakeAt
-		s.q.schedule(b.WakeAt, func() {
-			if token != s.tickToken {
-				return // superseded by an earlier wake or a restart
+	if !b.WakeAt.IsZero() && (w.tickAt.IsZero() || b.WakeAt.Before(w.tickAt)) {
+		w.tickToken++
+		token := w.tickToken
+		w.tickAt = b.WakeAt
+		// A batch acted on late (after a pause) may ask for a wake that
+		// has already passed: tick at once.
+		at := s.fromClock(w, b.WakeAt)
+		if at.Before(s.now) {
+			at = s.now
+		}
+		s.later(w, at, func() {
+			if token != w.tickToken || w.m == nil {
+				return // superseded by an earlier wake, a restart or a lost lease
 			}
-			s.tickAt = time.Time{}
-			s.step(machine.Tick{At: s.now})
+			w.tickAt = time.Time{}
+			s.step(w, machine.Tick{At: w.clock(s.now)})
 		})
 	}
+}
+
+// fromClock converts an instant on w's clock to the virtual clock.
+func (s *sim) fromClock(w *worker, t time.Time) time.Time { return t.Add(-w.skew) }
+
+// later schedules fn for worker w at the instant at. When it comes, a
+// crashed worker does nothing and a paused one does it when it wakes.
+func (s *sim) later(w *worker, at time.Time, fn func()) {
+	s.q.schedule(at, func() {
+		switch {
+		case w.down:
+			return
+		case s.now.Before(w.frozenUntil):
+			s.later(w, w.frozenUntil, fn)
+			return
+		}
+		fn()
+	})
 }
 
 func (s *sim) ack(acks []machine.Ack) {
@@ -307,12 +421,12 @@ func (s *sim) ack(acks []machine.Ack) {
 	}
 }
 
-func (s *sim) sendAll(sends []machine.Send) {
+func (s *sim) sendAll(w *worker, sends []machine.Send) {
 	for _, x := range sends {
-		s.logf("out  send %s#%d seq=%d", x.ID, x.Attempt, x.Seq)
-		s.observe(invariants.Entry{Kind: invariants.Sent, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
+		s.wlogf(w, "out  send %s#%d seq=%d", x.ID, x.Attempt, x.Seq)
+		s.observe(invariants.Entry{Kind: invariants.Sent, Worker: w.name, Token: w.lease.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
 		s.stats.Sends++
-		s.send(x)
+		s.send(w, x)
 	}
 }
 
@@ -324,7 +438,12 @@ func (s *sim) offer(id string, copy int) {
 	s.stats.Offers++
 	s.logf("producer offers %s (copy %d)", id, copy)
 	s.cover(FaultDuplicateOffer, id)
-	s.step(machine.Accept{At: s.now, ID: id, Payload: fmt.Appendf(nil, `{"event":%q}`, id)})
+	payload := fmt.Appendf(nil, `{"event":%q}`, id)
+	if s.cluster {
+		s.enqueue(id, payload)
+	} else {
+		s.step(s.workers[0], machine.Accept{At: s.now, ID: id, Payload: payload})
+	}
 	// The producer keeps the event until it is acknowledged.
 	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
 		if !s.acked[id] {
@@ -350,32 +469,38 @@ func (s *sim) inWindows(ws []Window) bool {
 
 // send puts one attempt on the channel. Whatever happens, the sender gets
 // exactly one outcome for it: the reply, or a timeout at ClientTimeout.
-func (s *sim) send(x machine.Send) {
+func (s *sim) send(w *worker, x machine.Send) {
 	c := s.w.Channel
-	key := attemptKey{x.ID, x.Attempt, s.inc}
+	key := attemptKey{w.name, w.gen, x.ID, x.Attempt}
 	answer := func(at time.Time, outcome machine.Outcome, why string) {
-		s.q.schedule(at, func() {
+		s.later(w, at, func() {
 			if s.answered[key] {
-				s.logf("reply %s#%d %s dropped: the sender gave up on it", x.ID, x.Attempt, outcome)
+				s.wlogf(w, "reply %s#%d %s dropped: the sender gave up on it", x.ID, x.Attempt, outcome)
 				return
 			}
 			s.answered[key] = true
 			if why != "" {
-				s.logf("channel %s#%d: %s", x.ID, x.Attempt, why)
+				s.wlogf(w, "channel %s#%d: %s", x.ID, x.Attempt, why)
 			}
-			s.step(machine.Result{At: s.now, ID: x.ID, Attempt: x.Attempt, Outcome: outcome})
+			if w.m == nil {
+				s.wlogf(w, "reply %s#%d %s dropped: the worker no longer owns the stream", x.ID, x.Attempt, outcome)
+				return
+			}
+			// A reply to an earlier machine of this worker reaches the
+			// current one, which ignores it as stale.
+			s.step(w, machine.Result{At: w.clock(s.now), ID: x.ID, Attempt: x.Attempt, Outcome: outcome})
 		})
 	}
 	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, "client timeout")
 	switch {
 	case s.inWindows(c.Outages):
 		s.logf("fault outage: %s#%d refused", x.ID, x.Attempt)
-		s.cover(FaultOutage, x.ID)
+		s.coverSend(w, FaultOutage, x.ID)
 		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, "connection refused")
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.logf("fault flap: %s#%d fails", x.ID, x.Attempt)
-		s.cover(FaultFlap, x.ID)
+		s.coverSend(w, FaultFlap, x.ID)
 		answer(s.now.Add(s.latency()), machine.OutcomeFailed, "502 from the flapping link")
 		return
 	}
@@ -414,8 +539,17 @@ func (s *sim) send(x machine.Send) {
 	})
 }
 
+// coverSend counts a fault that struck a send. A fenced-off owner's late
+// send (a zombie's) may meet its event in any state and is counted as
+// the pause that made it, not here.
+func (s *sim) coverSend(w *worker, f Fault, id string) {
+	if w.lease.Token >= s.newestToken {
+		s.cover(f, id)
+	}
+}
+
 // probe checks the channel: down in an outage, maybe down while flapping.
-func (s *sim) probe(p machine.Probe) {
+func (s *sim) probe(w *worker, p machine.Probe) {
 	c := s.w.Channel
 	healthy := true
 	delay := 2 * s.latency()
@@ -425,45 +559,56 @@ func (s *sim) probe(p machine.Probe) {
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		healthy = false
 	}
-	inc := s.inc
-	s.q.schedule(s.now.Add(delay), func() {
-		if inc != s.inc {
-			s.logf("probe %d reply dropped: the sender restarted", p.N)
+	gen := w.gen
+	s.later(w, s.now.Add(delay), func() {
+		if gen != w.gen {
+			s.wlogf(w, "probe %d reply dropped: the sender restarted", p.N)
 			return
 		}
-		s.step(machine.ProbeResult{At: s.now, N: p.N, Healthy: healthy})
+		s.step(w, machine.ProbeResult{At: w.clock(s.now), N: p.N, Healthy: healthy})
 	})
 }
 
 // restart drops the sender's memory and rebuilds it from the store. What
 // is on the wire stays there and may still land.
-func (s *sim) restart(why string) {
+func (s *sim) restart(w *worker, why string) {
 	s.stats.Restarts++
-	s.inc++
-	s.tickToken++
-	s.tickAt = time.Time{}
-	s.logf("restart %d: %s", s.inc, why)
+	w.inc++
+	w.gen++
+	w.tickToken++
+	w.tickAt = time.Time{}
+	s.logf("restart %d: %s", w.inc, why)
 	s.observe(invariants.Entry{Kind: invariants.Restarted, Detail: why})
 	m, b, err := machine.Recover(s.w.Policy, s.now, s.store.Records())
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: recover: %v", s.seed, err))
 	}
-	s.m = m
+	w.m = m
 	s.logf("out  circuit %s (recovered)", m.Circuit())
 	s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
-	s.execute(b)
+	s.execute(w, b)
 }
 
 func (s *sim) result() Result {
 	st := s.stats
 	final := s.run.Final
 	sends := map[string]int{}
+	var newest uint64
 	for _, e := range s.run.Entries {
-		if e.Kind == invariants.Sent {
+		switch e.Kind {
+		case invariants.Sent:
 			sends[e.ID]++
+			if e.Token < newest {
+				st.ZombieSends++
+			}
+		case invariants.LeaseGranted:
+			newest = max(newest, e.Token)
+			st.LeaseGrants++
 		}
 	}
+	finalByID := make(map[string]machine.Record, len(final))
 	for _, r := range final {
+		finalByID[r.ID] = r
 		st.MaxSends = max(st.MaxSends, sends[r.ID])
 		if r.State == machine.Dead {
 			st.Dead++
@@ -476,7 +621,7 @@ func (s *sim) result() Result {
 			continue
 		}
 		st.Accepted++
-		r, stored := s.store.records[id]
+		r, stored := finalByID[id]
 		if !stored || (s.recv.applied[id] == 0 && r.State != machine.Dead) {
 			st.Lost++
 		}

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -25,6 +26,10 @@ type World struct {
 	Channel  Channel
 	Receiver Receiver
 	Restarts Restarts
+
+	// Cluster, when Cluster.Workers > 0, replaces the single sender with
+	// workers sharing one store through stream leases.
+	Cluster Cluster
 
 	// FaultsEnd is when every fault stops: the start of the liveness phase.
 	FaultsEnd time.Duration
@@ -97,6 +102,49 @@ type Stubborn struct {
 	ID       string
 	Failures int
 }
+
+// Cluster is a sender made of several workers sharing one store (the
+// store package's contract, served by memstore). Producers enqueue into the
+// store, which acknowledges them and assigns the sequence; the worker that
+// holds the stream's lease rebuilds its machine from the store, adopts new
+// records as it polls, and writes every batch through the lease's fencing
+// check. Restarts (World.Restarts) apply only to the single sender; a
+// cluster has Crashes and Pauses instead.
+type Cluster struct {
+	// Workers is how many workers there are; 0 means the single sender.
+	Workers int
+	// LeaseTTL is the lease a worker asks for; Poll is how often it polls
+	// (claims, renews, adopts). Poll must be under LeaseTTL/2, so a live
+	// worker renews in time.
+	LeaseTTL time.Duration
+	Poll     time.Duration
+	// Skews offset each worker's clock from the virtual clock (worker i
+	// gets Skews[i]; missing entries are 0). Lease expiry is the store's
+	// business and ignores them.
+	Skews []time.Duration
+	// Crashes kill a worker at At: its memory is gone and its lease left
+	// to expire; it comes back after For as a new incarnation.
+	Crashes []WorkerFault
+	// Pauses stall a worker for For, starting right after its first
+	// successful write at or after At that has sends to make: it makes
+	// them only when it wakes, as a zombie if its lease expired meanwhile.
+	Pauses []Pause
+	// StoreOutages: the store refuses every write inside these windows.
+	StoreOutages []Window
+}
+
+// WorkerFault strikes worker Worker (from 0, or Owner) at At, for For.
+type WorkerFault struct {
+	Worker  int
+	At, For time.Duration
+}
+
+// Owner, as WorkerFault.Worker, strikes whichever worker holds the
+// stream's lease when the fault comes (the first worker if none does).
+const Owner = -1
+
+// Pause is a stall of a worker; see Cluster.Pauses.
+type Pause = WorkerFault
 
 // Restarts drops the sender's memory and rebuilds it from the store.
 type Restarts struct {
@@ -182,6 +230,12 @@ func (w World) Validate() error {
 			return bad("Restarts.At", "%v must be within [0, FaultsEnd %v]", at, w.FaultsEnd)
 		}
 	}
+	if err := w.Cluster.validate(w.FaultsEnd); err != nil {
+		return err
+	}
+	if w.Cluster.Workers > 0 && (len(w.Restarts.At) > 0 || w.Restarts.Random > 0 || w.Restarts.CrashAfterPersistRate > 0) {
+		return bad("Restarts", "apply to the single sender; a cluster has Cluster.Crashes and Cluster.Pauses")
+	}
 	for _, s := range w.Receiver.Stubborn {
 		if s.Failures < 0 {
 			return bad("Receiver.Stubborn", "%s has %d failures", s.ID, s.Failures)
@@ -240,4 +294,37 @@ func (w World) Describe() string {
 		s += fmt.Sprintf(" twice<=%v", w.Producer.TwiceDelay)
 	}
 	return s
+}
+
+func (c Cluster) validate(faultsEnd time.Duration) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: Cluster.%s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
+	}
+	if c.Workers == 0 {
+		if len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.StoreOutages) > 0 {
+			return bad("Workers", "is 0 (the single sender), but cluster faults are set")
+		}
+		return nil
+	}
+	switch {
+	case c.Workers < 0 || c.Workers > 16:
+		return bad("Workers", "is %d; must be within 0..16", c.Workers)
+	case c.LeaseTTL <= 0:
+		return bad("LeaseTTL", "is %v; must be positive", c.LeaseTTL)
+	case c.Poll <= 0 || 2*c.Poll >= c.LeaseTTL:
+		return bad("Poll", "is %v; must be positive and under LeaseTTL/2 (%v)", c.Poll, c.LeaseTTL/2)
+	case len(c.Skews) > c.Workers:
+		return bad("Skews", "has %d entries for %d workers", len(c.Skews), c.Workers)
+	}
+	for _, f := range append(slices.Clone(c.Crashes), c.Pauses...) {
+		if f.Worker < Owner || f.Worker >= c.Workers || f.At < 0 || f.At > faultsEnd || f.For <= 0 || f.At+f.For > faultsEnd {
+			return bad("Crashes/Pauses", "%+v must name a worker and lie within [0, FaultsEnd %v]", f, faultsEnd)
+		}
+	}
+	for _, win := range c.StoreOutages {
+		if win.To < win.From || win.To > faultsEnd {
+			return bad("StoreOutages", "%v must be a span that ends by FaultsEnd (%v)", win, faultsEnd)
+		}
+	}
+	return nil
 }

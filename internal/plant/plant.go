@@ -56,6 +56,9 @@ const (
 	// DeadLettersDropped: the store deletes a record when it becomes dead
 	// (fake store).
 	DeadLettersDropped Bug = "dead-letters-dropped"
+	// SkipFencing: the shared store accepts a write from a stale lease
+	// (memstore), so a zombie owner's writes and new sends go through.
+	SkipFencing Bug = "skip-fencing"
 )
 
 // Expected maps each bug to the invariant that must catch it.
@@ -70,6 +73,7 @@ var Expected = map[Bug]string{
 	RecoveryForgetsInFlight: "liveness",
 	ReceiverNoDedup:         "applied-once",
 	DeadLettersDropped:      "dead-kept",
+	SkipFencing:             "bounded-sends",
 }
 
 // All lists the catalogue in a fixed order.

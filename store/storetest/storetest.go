@@ -1,0 +1,262 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+)
+
+// Factory returns a new, empty store whose authoritative clock is now.
+// It is called once per check.
+type Factory func(t *testing.T, now func() time.Time) store.Store
+
+// Run runs every check of the suite against stores built by newStore,
+// each as a subtest of t.
+func Run(t *testing.T, newStore Factory) {
+	t.Helper()
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(newEnv(t, newStore))
+		})
+	}
+}
+
+// check is one property of the contract, proved against a fresh store.
+type check struct {
+	name string
+	run  func(e *env)
+}
+
+// checks is the suite, in the order it runs. Each check's comment (at
+// its function) says what it proves.
+var checks = []check{
+	{"enqueue-new-record", enqueueNewRecord},
+	{"enqueue-idempotent", enqueueIdempotent},
+	{"enqueue-ids-case-sensitive", enqueueCaseSensitive},
+	{"enqueue-seq-per-stream", enqueueSeqPerStream},
+	{"enqueue-id-unique-across-streams", enqueueUniqueAcrossStreams},
+	{"enqueue-bad-arguments", enqueueBadArguments},
+	{"records-are-copies", recordsAreCopies},
+	{"get-unknown-id", getUnknownID},
+	{"lease-acquire-grants", leaseAcquireGrants},
+	{"lease-held-refuses-acquire", leaseHeldRefusesAcquire},
+	{"lease-tokens-increase", leaseTokensIncrease},
+	{"lease-bad-arguments", leaseBadArguments},
+	{"lease-acquire-concurrent", leaseAcquireConcurrent},
+	{"claim-concurrent", claimConcurrent},
+	{"claim-only-due-work", claimOnlyDueWork},
+	{"claim-max-and-name-order", claimMaxAndNameOrder},
+	{"fencing-forged-token", fencingForgedToken},
+	{"fencing-expired-lease", fencingExpiredLease},
+	{"renew-extends-keeps-token", renewExtendsKeepsToken},
+	{"release-frees-stream", releaseFreesStream},
+	{"pending-order-and-after", pendingOrderAndAfter},
+	{"save-valid-writes", saveValidWrites},
+	{"save-invalid-writes", saveInvalidWrites},
+	{"save-atomic", saveAtomic},
+	{"save-retry-schedule", saveRetrySchedule},
+	{"terminal-records", terminalRecords},
+	{"cancelled-context", cancelledContext},
+}
+
+// epoch is where every check's clock starts.
+var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ttl is the lease length the checks use unless they say otherwise.
+const ttl = 10 * time.Second
+
+// clock is the store's clock in the suite: it moves only when a check
+// advances it, so expiry and due work are tested without sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one check's store, clock and helpers. Helpers fail the check on
+// any unexpected error, so a check reads as the scenario it proves.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *clock
+	s     store.Store
+}
+
+func newEnv(t *testing.T, newStore Factory) *env {
+	c := &clock{t: epoch}
+	s := newStore(t, c.Now)
+	if s == nil {
+		t.Fatal("the factory returned a nil store")
+	}
+	return &env{t: t, ctx: t.Context(), clock: c, s: s}
+}
+
+// diffOpts make a nil and an empty slice equal: the contract does not say
+// which an empty result is.
+var diffOpts = []cmp.Option{cmpopts.EquateEmpty()}
+
+func (e *env) enqueue(streamName, id, payload string) machine.Record {
+	e.t.Helper()
+	rec, created, err := e.s.Enqueue(e.ctx, streamName, id, []byte(payload))
+	if err != nil {
+		e.t.Fatalf("Enqueue(%q, %q): %v", streamName, id, err)
+	}
+	if !created {
+		e.t.Fatalf("Enqueue(%q, %q): created = false for a new ID", streamName, id)
+	}
+	return rec
+}
+
+func (e *env) acquire(streamName, owner string) store.Lease {
+	e.t.Helper()
+	l, err := e.s.Acquire(e.ctx, streamName, owner, ttl)
+	if err != nil {
+		e.t.Fatalf("Acquire(%q, %q): %v", streamName, owner, err)
+	}
+	return l
+}
+
+func (e *env) claim(owner string, max int) []store.Lease {
+	e.t.Helper()
+	ls, err := e.s.ClaimDue(e.ctx, owner, ttl, max)
+	if err != nil {
+		e.t.Fatalf("ClaimDue(%q, %d): %v", owner, max, err)
+	}
+	return ls
+}
+
+func (e *env) renew(l store.Lease, d time.Duration) store.Lease {
+	e.t.Helper()
+	nl, err := e.s.Renew(e.ctx, l, d)
+	if err != nil {
+		e.t.Fatalf("Renew(%+v, %v): %v", l, d, err)
+	}
+	return nl
+}
+
+func (e *env) release(l store.Lease) {
+	e.t.Helper()
+	if err := e.s.Release(e.ctx, l); err != nil {
+		e.t.Fatalf("Release(%+v): %v", l, err)
+	}
+}
+
+func (e *env) save(l store.Lease, recs ...machine.Record) {
+	e.t.Helper()
+	if err := e.s.Save(e.ctx, l, recs); err != nil {
+		e.t.Fatalf("Save(%+v): %v", l, err)
+	}
+}
+
+func (e *env) get(id string) machine.Record {
+	e.t.Helper()
+	rec, err := e.s.Get(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("Get(%q): %v", id, err)
+	}
+	return rec
+}
+
+func (e *env) pending(l store.Lease, after uint64) []machine.Record {
+	e.t.Helper()
+	recs, err := e.s.Pending(e.ctx, l, after)
+	if err != nil {
+		e.t.Fatalf("Pending(%+v, %d): %v", l, after, err)
+	}
+	return recs
+}
+
+func (e *env) deadLetters(streamName string) []machine.Record {
+	e.t.Helper()
+	recs, err := e.s.DeadLetters(e.ctx, streamName)
+	if err != nil {
+		e.t.Fatalf("DeadLetters(%q): %v", streamName, err)
+	}
+	return recs
+}
+
+// update moves record id of streamName on, as an owner would: it takes
+// the stream's lease, saves the changed record and releases the lease. It
+// is for setting a scene, not for the property under test.
+func (e *env) update(streamName, id string, change func(r *machine.Record)) machine.Record {
+	e.t.Helper()
+	l := e.acquire(streamName, "setup")
+	r := e.get(id)
+	change(&r)
+	e.save(l, r)
+	e.release(l)
+	return e.get(id)
+}
+
+// snapshot reads the records named by ids, to compare before and after a
+// call that must change nothing.
+func (e *env) snapshot(ids ...string) map[string]machine.Record {
+	e.t.Helper()
+	out := make(map[string]machine.Record, len(ids))
+	for _, id := range ids {
+		out[id] = e.get(id)
+	}
+	return out
+}
+
+// unchanged fails the check if the records in before changed.
+func (e *env) unchanged(what string, before map[string]machine.Record) {
+	e.t.Helper()
+	ids := make([]string, 0, len(before))
+	for id := range before {
+		ids = append(ids, id)
+	}
+	if diff := cmp.Diff(before, e.snapshot(ids...), diffOpts...); diff != "" {
+		e.t.Errorf("%s changed records (-before +after):\n%s", what, diff)
+	}
+}
+
+// wantErr fails the check unless err is target (by errors.Is).
+func (e *env) wantErr(what string, err, target error) {
+	e.t.Helper()
+	if !errors.Is(err, target) {
+		e.t.Errorf("%s: error = %v, want %v", what, err, target)
+	}
+}
+
+// leaseValid fails the check unless l is still the valid lease of its
+// stream with its Expires unchanged: a renewal by a tiny ttl never
+// shortens it, so it returns Expires exactly as it was.
+func (e *env) leaseValid(what string, l store.Lease) {
+	e.t.Helper()
+	got, err := e.s.Renew(e.ctx, l, time.Nanosecond)
+	if err != nil {
+		e.t.Errorf("%s: the lease is no longer valid: %v", what, err)
+		return
+	}
+	if diff := cmp.Diff(l, got); diff != "" {
+		e.t.Errorf("%s: the lease changed (-want +got):\n%s", what, diff)
+	}
+}
+
+func streamsOf(ls []store.Lease) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Stream
+	}
+	return out
+}
