@@ -236,6 +236,10 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 }
 
 func printStats(w io.Writer, s sim.Stats, hash string) {
+	if s.LeaseGrants > 0 {
+		fmt.Fprintf(w, "cluster:  %d leases granted, %d stale-lease calls refused, %d sends by fenced-off owners\n",
+			s.LeaseGrants, s.FencedWrites, s.ZombieSends)
+	}
 	fmt.Fprintf(w, "events:   %d accepted, %d applied, %d dead, %d lost, %d applied twice\n",
 		s.Accepted, s.Applied, s.Dead, s.Lost, s.AppliedTwice)
 	fmt.Fprintf(w, "receiver: %d duplicates discarded, %d fenced\n", s.Duplicates, s.Fenced)
