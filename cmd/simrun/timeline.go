@@ -118,7 +118,7 @@ func timelineHTML(title string, r sim.Result) string {
 	for _, c := range []machine.Circuit{machine.Closed, machine.Checking, machine.Open} {
 		w("<span class=\"sw\" style=\"background:%s\"></span>%s ", circuitColor[c], c)
 	}
-	w("</span><span>grey: outage, hatched: flapping, dashed: restart</span></p>\n")
+	w("</span><span>grey: outage, hatched: flapping, dashed: restart or crash, &#9660; lease granted</span></p>\n")
 
 	w("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n", width, height, width, height)
 	w("<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">" +
@@ -157,12 +157,15 @@ func timelineHTML(title string, r sim.Result) string {
 	w("<rect x=\"%.1f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>%s from %v</title></rect>\n",
 		x(cFrom), circuitY, max(x(end)-x(cFrom), 0), tlBandHeight, circuitColor[cur], cur, cFrom)
 	probeY := circuitY + tlBandHeight + 4
-	w("<text x=\"2\" y=\"%d\">probes</text>\n", probeY+11)
+	w("<text x=\"2\" y=\"%d\">probes</text>\n", probeY+11) // and lease grants, as triangles
 	for _, e := range entries {
 		switch e.Kind {
 		case invariants.Probed:
 			w("<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#08519c\"><title>probe %s at %v</title></line>\n",
 				x(rel(e.At)), probeY, x(rel(e.At)), probeY+tlBandHeight, esc(e.Detail), rel(e.At))
+		case invariants.LeaseGranted:
+			w("<text x=\"%.1f\" y=\"%d\" fill=\"#238b45\">&#9660;<title>lease to %s, token %d, at %v</title></text>\n",
+				x(rel(e.At))-4, probeY+10, esc(e.Worker), e.Token, rel(e.At))
 		case invariants.Restarted:
 			w("<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#cb181d\" stroke-dasharray=\"4 3\"><title>restart at %v: %s</title></line>\n",
 				x(rel(e.At)), tlTop, x(rel(e.At)), height-40, rel(e.At), esc(e.Detail))
