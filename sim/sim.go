@@ -646,3 +646,28 @@ func (s *sim) result() Result {
 		Stats:      st,
 	}
 }
+
+// Add folds o into s, for totals over many runs: counts add up; MaxSends,
+// Drain and End keep the largest.
+func (s *Stats) Add(o Stats) {
+	s.Offers += o.Offers
+	s.Accepted += o.Accepted
+	s.Applied += o.Applied
+	s.Duplicates += o.Duplicates
+	s.Fenced += o.Fenced
+	s.Dead += o.Dead
+	s.Lost += o.Lost
+	s.AppliedTwice += o.AppliedTwice
+	s.Sends += o.Sends
+	s.MaxSends = max(s.MaxSends, o.MaxSends)
+	s.Probes += o.Probes
+	s.CircuitOpenings += o.CircuitOpenings
+	s.Restarts += o.Restarts
+	s.Crashes += o.Crashes
+	s.LeaseGrants += o.LeaseGrants
+	s.FencedWrites += o.FencedWrites
+	s.ZombieSends += o.ZombieSends
+	s.Drain = max(s.Drain, o.Drain)
+	s.End = max(s.End, o.End)
+	s.Coverage.Add(o.Coverage)
+}

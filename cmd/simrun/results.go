@@ -27,78 +27,90 @@ func writeResults(w io.Writer) error {
 	p("`go test ./cmd/simrun` fails when this file differs from what the code produces.\n")
 	p("Every run is deterministic: the seed decides everything, and the trace hash pins the run byte for byte.\n\n")
 
-	p("## Every scenario, seed 1\n\n")
-	p("| scenario | seed | accepted | applied | duplicates discarded | dead | lost | applied twice | sends | most sends of one event | circuit openings | restarts | drain (virtual) | invariants | expectations | trace hash |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|\n")
-	var total sim.Stats
-	var allHeld = true
-	for _, sc := range scenarios.All() {
-		r, fails, err := sc.Run(1, sim.Options{})
-		if err != nil {
-			return err
-		}
-		s := r.Stats
-		held := len(r.Violations) == 0
-		allHeld = allHeld && held && len(fails) == 0
-		p("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %v | %s | %s | `%s` |\n",
-			sc.Name, r.Seed, s.Accepted, s.Applied, s.Duplicates, s.Dead, s.Lost, s.AppliedTwice,
-			s.Sends, s.MaxSends, s.CircuitOpenings, s.Restarts, s.Drain.Round(time.Millisecond),
-			heldText(r.Violations), expectText(fails), r.Hash)
-		total.Accepted += s.Accepted
-		total.Applied += s.Applied
-		total.Duplicates += s.Duplicates
-		total.Dead += s.Dead
-		total.Lost += s.Lost
-		total.AppliedTwice += s.AppliedTwice
-		total.Sends += s.Sends
-		total.MaxSends = max(total.MaxSends, s.MaxSends)
-		total.CircuitOpenings += s.CircuitOpenings
-		total.Restarts += s.Restarts
-	}
-	p("| **total** | | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | | %s | | |\n\n",
-		total.Accepted, total.Applied, total.Duplicates, total.Dead, total.Lost, total.AppliedTwice,
-		total.Sends, total.MaxSends, total.CircuitOpenings, total.Restarts, verdictText(allHeld))
-
+	// Every scenario over the standard seeds, run once and reported in
+	// three tables.
 	n := scenarios.StandardSeeds
-	if err := writeClusterTable(&b, n); err != nil {
-		return err
+	type runs struct {
+		sc      scenarios.Scenario
+		results []sim.Result
+		fails   [][]string
 	}
-	p("## Every scenario, seeds 1 to %d\n\n", n)
-	p("The same runs `go test ./scenarios` makes. A dead letter is kept in the store with its reason; it is never lost.\n\n")
-	p("| scenario | runs | runs with every invariant held | runs with every expectation held | accepted | applied | dead | lost | applied twice | most sends of one event (MaxAttempts) | longest drain (virtual) |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	violated := map[string]int{}
+	var all []runs
 	for _, sc := range scenarios.All() {
-		var agg sim.Stats
-		var held, met int
-		maxAttempts := 0
+		rs := runs{sc: sc}
 		for seed := uint64(1); seed <= uint64(n); seed++ {
 			r, fails, err := sc.Run(seed, sim.Options{})
 			if err != nil {
 				return err
 			}
-			s := r.Stats
-			maxAttempts = r.World.Policy.MaxAttempts
+			rs.results = append(rs.results, r)
+			rs.fails = append(rs.fails, fails)
+		}
+		all = append(all, rs)
+	}
+
+	p("## Every scenario, seed 1\n\n")
+	p("| scenario | seed | accepted | applied | duplicates discarded | dead | lost | applied twice | sends | most sends of one event | circuit openings | restarts | drain (virtual) | invariants | expectations | trace hash |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|\n")
+	var total sim.Stats
+	allHeld := true
+	for _, rs := range all {
+		r, fails := rs.results[0], rs.fails[0]
+		s := r.Stats
+		allHeld = allHeld && len(r.Violations) == 0 && len(fails) == 0
+		p("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %v | %s | %s | `%s` |\n",
+			rs.sc.Name, r.Seed, s.Accepted, s.Applied, s.Duplicates, s.Dead, s.Lost, s.AppliedTwice,
+			s.Sends, s.MaxSends, s.CircuitOpenings, s.Restarts, s.Drain.Round(time.Millisecond),
+			heldText(r.Violations), expectText(fails), r.Hash)
+		total.Add(s)
+	}
+	p("| **total** | | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | | %s | | |\n\n",
+		total.Accepted, total.Applied, total.Duplicates, total.Dead, total.Lost, total.AppliedTwice,
+		total.Sends, total.MaxSends, total.CircuitOpenings, total.Restarts, verdictText(allHeld))
+
+	p("## Many workers, seeds 1 to %d\n\n", n)
+	p("Workers share one store (memstore, which passes `storetest`); a stale owner's calls are refused at the storage boundary. ")
+	p("A fenced-off owner may still send, late, an attempt it persisted before it lost the stream, so the bound is: every send carries a distinct attempt number that was durable before it, hence at most MaxAttempts sends per event counting every owner.\n\n")
+	p("| scenario | leases granted | stale-lease calls refused | sends by fenced-off owners | most sends of one event (MaxAttempts) | lost | applied twice | violations |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, rs := range all {
+		if rs.results[0].World.Cluster.Workers == 0 {
+			continue
+		}
+		var agg sim.Stats
+		violations := 0
+		for _, r := range rs.results {
+			agg.Add(r.Stats)
+			violations += len(r.Violations)
+		}
+		p("| %s | %d | %d | %d | %d (%d) | %d | %d | %d |\n", rs.sc.Name, agg.LeaseGrants, agg.FencedWrites, agg.ZombieSends,
+			agg.MaxSends, rs.results[0].World.Policy.MaxAttempts, agg.Lost, agg.AppliedTwice, violations)
+	}
+	p("\n")
+
+	p("## Every scenario, seeds 1 to %d\n\n", n)
+	p("The same runs `go test ./scenarios` makes. A dead letter is kept in the store with its reason; it is never lost.\n\n")
+	p("| scenario | runs | runs with every invariant held | runs with every expectation held | accepted | applied | dead | lost | applied twice | most sends of one event (MaxAttempts) | longest drain (virtual) |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	violated := map[string]int{}
+	for _, rs := range all {
+		var agg sim.Stats
+		var held, met int
+		for i, r := range rs.results {
+			agg.Add(r.Stats)
 			if len(r.Violations) == 0 {
 				held++
 			}
 			for _, v := range r.Violations {
 				violated[v.Invariant]++
 			}
-			if len(fails) == 0 {
+			if len(rs.fails[i]) == 0 {
 				met++
 			}
-			agg.Accepted += s.Accepted
-			agg.Applied += s.Applied
-			agg.Dead += s.Dead
-			agg.Lost += s.Lost
-			agg.AppliedTwice += s.AppliedTwice
-			agg.MaxSends = max(agg.MaxSends, s.MaxSends)
-			agg.Drain = max(agg.Drain, s.Drain)
 		}
 		p("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d (%d) | %v |\n",
-			sc.Name, n, held, met, agg.Accepted, agg.Applied, agg.Dead, agg.Lost, agg.AppliedTwice,
-			agg.MaxSends, maxAttempts, agg.Drain.Round(time.Millisecond))
+			rs.sc.Name, n, held, met, agg.Accepted, agg.Applied, agg.Dead, agg.Lost, agg.AppliedTwice,
+			agg.MaxSends, rs.results[0].World.Policy.MaxAttempts, agg.Drain.Round(time.Millisecond))
 	}
 	p("\nViolations per invariant over these runs:")
 	for _, name := range invariants.Names {
@@ -147,20 +159,9 @@ func writeSweepSections(b *strings.Builder) error {
 	n := scenarios.CoverageSeeds
 	results := scenarios.Sweep(1, n, 0, nil)
 	var total sim.Stats
-	var cov sim.Coverage
 	var failed, violations, strict int
 	for _, r := range results {
-		s := r.Stats
-		total.Accepted += s.Accepted
-		total.Applied += s.Applied
-		total.Duplicates += s.Duplicates
-		total.Dead += s.Dead
-		total.Lost += s.Lost
-		total.AppliedTwice += s.AppliedTwice
-		total.Sends += s.Sends
-		total.Restarts += s.Restarts
-		total.CircuitOpenings += s.CircuitOpenings
-		cov.Add(s.Coverage)
+		total.Add(r.Stats)
 		violations += len(r.Violations)
 		if r.Failed() {
 			failed++
@@ -194,8 +195,8 @@ func writeSweepSections(b *strings.Builder) error {
 		p("| %s |", f)
 		for _, st := range sim.States() {
 			if scenarios.Reachable(f, st) {
-				p(" %d |", cov.At(f, st))
-			} else if c := cov.At(f, st); c != 0 {
+				p(" %d |", total.Coverage.At(f, st))
+			} else if c := total.Coverage.At(f, st); c != 0 {
 				p(" **%d (unreachable!)** |", c)
 			} else {
 				p(" - |")
@@ -219,44 +220,6 @@ func writeSweepSections(b *strings.Builder) error {
 			seed = fmt.Sprint(c.Seed)
 		}
 		p("| %s | %s | %s | %s |\n", bug, c.Expected, seed, strings.Join(c.Also, ", "))
-	}
-	p("\n")
-	return nil
-}
-
-// writeClusterTable shows, for the scenarios with several workers, how
-// often the stream changed hands and what fencing stopped, over seeds
-// 1..n: the evidence that a zombie cannot break the send bound.
-func writeClusterTable(b *strings.Builder, n int) error {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("## Many workers, seeds 1 to %d\n\n", n)
-	p("Workers share one store (memstore, which passes `storetest`); a stale owner's calls are refused at the storage boundary. ")
-	p("A fenced-off owner may still send, late, an attempt it persisted before it lost the stream, so the bound is: every send carries a distinct attempt number that was durable before it, hence at most MaxAttempts sends per event counting every owner.\n\n")
-	p("| scenario | leases granted | stale-lease calls refused | sends by fenced-off owners | most sends of one event (MaxAttempts) | lost | applied twice | violations |\n")
-	p("|---|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, sc := range scenarios.All() {
-		if sc.World(1).Cluster.Workers == 0 {
-			continue
-		}
-		var agg sim.Stats
-		var violations, maxAttempts int
-		for seed := uint64(1); seed <= uint64(n); seed++ {
-			r, _, err := sc.Run(seed, sim.Options{})
-			if err != nil {
-				return err
-			}
-			s := r.Stats
-			maxAttempts = r.World.Policy.MaxAttempts
-			agg.LeaseGrants += s.LeaseGrants
-			agg.FencedWrites += s.FencedWrites
-			agg.ZombieSends += s.ZombieSends
-			agg.MaxSends = max(agg.MaxSends, s.MaxSends)
-			agg.Lost += s.Lost
-			agg.AppliedTwice += s.AppliedTwice
-			violations += len(r.Violations)
-		}
-		p("| %s | %d | %d | %d | %d (%d) | %d | %d | %d |\n", sc.Name, agg.LeaseGrants, agg.FencedWrites, agg.ZombieSends,
-			agg.MaxSends, maxAttempts, agg.Lost, agg.AppliedTwice, violations)
 	}
 	p("\n")
 	return nil
