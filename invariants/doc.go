@@ -20,14 +20,17 @@
 //     earlier event is terminal, and the receiver applies in increasing
 //     sequence. A dead event may have been applied (its reply was lost),
 //     but never out of order.
-//   - bounded-sends: at most MaxAttempts sends per event across restarts;
-//     each attempt persisted before it is sent and numbered above the last;
-//     no send after terminal; only probes while the circuit is checking or
-//     open.
+//   - bounded-sends: at most MaxAttempts sends per event across restarts
+//     and owners; each attempt persisted before it is sent, and no attempt
+//     number sent twice; no send after terminal, except the late send of a
+//     fenced-off owner (one whose lease token a newer lease superseded);
+//     only probes while that worker's circuit is checking or open.
 //   - dead-kept: a dead event stays dead, with its reason, in the store.
-//   - monotonic: terminal states never change; attempt counts never fall.
-//   - liveness: every event settles by MaxAge+AttemptTimeout after its
-//     acceptance, and within Run.LivenessBound of the faults healing.
+//   - monotonic: terminal states never change; attempt counts never fall;
+//     no owner writes against a record's history (the store refused it).
+//   - liveness: every event settles by MaxAge+AttemptTimeout (+Run.Slack
+//     for lease handovers and clock skew) after its acceptance, and within
+//     Run.LivenessBound of the faults healing.
 //
 // # What the observer must guarantee
 //

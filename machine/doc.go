@@ -11,9 +11,10 @@
 //
 // # Using it
 //
-// Build a machine with New (a new stream) or Recover (after a restart, from
-// the store's records). Feed every input to Step: Accept, Tick, Result,
-// ProbeResult. Each Step returns a Batch; honour it in the order its doc
+// Build a machine with New (a new stream) or Recover (after a restart, or
+// when a worker takes a stream over, from the store's records). Feed every
+// input to Step: Accept (a producer's event), Adopt (an event a shared
+// store accepted and numbered), Tick, Result, ProbeResult. Each Step returns a Batch; honour it in the order its doc
 // gives: persist, then acknowledge, then send and probe, then tick at
 // WakeAt. An error from Step means the input was misuse (time went
 // backwards, a malformed input, an attempt never sent) and nothing changed.

@@ -29,6 +29,18 @@
 //     wire may still land; their replies reach the new sender, which
 //     ignores them as stale.
 //
+// # Many workers
+//
+// With World.Cluster.Workers > 0 the sender is several workers sharing one
+// store (memstore, the store package's contract). Producers enqueue into
+// the store; each worker polls: it claims the stream when it has due work,
+// rebuilds its machine from the store, adopts new records, renews its
+// lease, and writes every batch through the lease's fencing check. Workers
+// crash (their lease left to expire), stall past their lease and wake as
+// zombies that send what they had persisted, run on skewed clocks, and the
+// store refuses writes for a while. Polls are background chores: a run
+// whose store is settled does not wait for them.
+//
 // # Phases
 //
 // Every fault is injected only before World.FaultsEnd (the safety phase);
