@@ -84,9 +84,17 @@
 // unknown ID change nothing: Batch.Ignored says why. Acting on them could
 // only send twice or move a state backwards; ignoring one costs at most a
 // redundant attempt, which the receiver's deduplication absorbs. A
-// ProbeResult for any probe but the one in flight is ignored the same way.
-// A Result naming an attempt that was never sent is misuse
-// (ErrNoSuchAttempt). Accepting a known ID changes nothing, not even the
+// ProbeResult for any probe but the one in flight is ignored the same way,
+// including one numbered past this machine's probes: probe numbers are not
+// persisted and start again with each machine, so a runtime that rebuilds
+// its machine in-process should drop the old machine's probe replies with
+// its connections (a stale healthy reply that matched a new probe's number
+// could at worst close the circuit early, half-open, at the cost of one
+// attempt). A Result naming an attempt that was never sent is misuse
+// (ErrNoSuchAttempt): attempts are persisted, so no machine can meet one.
+// An input is applied before the work its instant makes due: a Result
+// that arrives at or after its attempt's timeout, with no Tick between,
+// still counts. Accepting a known ID changes nothing, not even the
 // payload, and acknowledges again (Ack.Duplicate).
 //
 // # Limits

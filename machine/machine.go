@@ -256,6 +256,9 @@ func (m *Machine) check(in Input) error {
 		if err := checkRecord(r); err != nil {
 			return err
 		}
+		if len(r.ID) > MaxIDBytes {
+			return fmt.Errorf("%w: adopt ID of %d bytes exceeds %d", ErrBadInput, len(r.ID), MaxIDBytes)
+		}
 		if _, known := m.byID[r.ID]; known {
 			return nil // ignored in adopt: the store may hand a record over twice
 		}
@@ -283,8 +286,8 @@ func (m *Machine) check(in Input) error {
 			return fmt.Errorf("%w: result for %q attempt %d, but only %d were sent", ErrNoSuchAttempt, in.ID, in.Attempt, e.rec.Attempts)
 		}
 	case ProbeResult:
-		if in.N == 0 || in.N > m.probeN {
-			return fmt.Errorf("%w: probe %d was never sent (last is %d)", ErrNoSuchAttempt, in.N, m.probeN)
+		if in.N == 0 {
+			return fmt.Errorf("%w: probe 0 was never sent; probes count from 1", ErrNoSuchAttempt)
 		}
 	default:
 		return fmt.Errorf("%w: unknown input type %T", ErrBadInput, in)
@@ -413,6 +416,12 @@ func (m *Machine) fail(e *entry, retryAfter time.Duration) {
 
 func (m *Machine) probeResult(in ProbeResult) {
 	switch {
+	case in.N > m.probeN:
+		// Probe numbers are not persisted: they start again with each
+		// machine, so a result numbered past this machine's probes was
+		// meant for an earlier one.
+		m.ignore("probe-result %d, unknown to this machine (its last probe is %d)", in.N, m.probeN)
+		return
 	case !m.probeOut:
 		m.ignore("probe-result %d, no probe in flight", in.N)
 		return
