@@ -486,21 +486,22 @@ func (m *Machine) probeFailed() {
 // advance does everything that time alone makes due, then sends what may
 // be sent, then computes the next wake-up.
 func (m *Machine) advance() {
+	// One pass: attempts that timed out fail, then events past MaxAge die.
+	// (Each entry's outcome depends only on itself and the circuit, and
+	// expiry never touches the circuit, so one pass equals two.)
+	expire := !plant.On(plant.PoisonBlocksForever)
 	for _, e := range m.live {
 		if e.inFlight && !m.now.Before(e.sentAt.Add(m.cfg.AttemptTimeout)) {
 			m.land(e)
 			m.fail(e, 0)
 		}
+		if expire && !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.rec.Deadline(m.cfg)) {
+			m.kill(e, Expired)
+		}
 	}
 	if m.probeOut && !m.now.Before(m.probeSent.Add(m.cfg.ProbeTimeout)) {
 		m.probeOut = false
 		m.probeFailed()
-	}
-	for _, e := range m.live {
-		if !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.rec.Deadline(m.cfg)) &&
-			!plant.On(plant.PoisonBlocksForever) {
-			m.kill(e, Expired)
-		}
 	}
 	if m.circuit == Open && !m.probeOut && !m.now.Before(m.probeNext) {
 		m.sendProbe()
