@@ -90,7 +90,10 @@ func New(cfg Config) (*Machine, error) {
 // outcome will never be reported (a Result for it is ignored as stale).
 // Such an event waits until its persisted NextAt and is then sent as the
 // next attempt; if it has no attempts left it is dead (exhausted). If any
-// record is parked, the circuit starts open and a probe goes out at once.
+// record is parked, the circuit starts open and a probe goes out at once;
+// otherwise, if a waiting record has an attempt behind it, the circuit
+// starts checking (a probe, no send until it answers). The batch lists no
+// circuit change for this: read Circuit() after Recover.
 func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, error) {
 	m, err := New(cfg)
 	if err != nil {
@@ -129,7 +132,8 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 			m.kill(e, Exhausted)
 			continue
 		}
-		troubled = troubled || e.rec.Attempts > 0
+		// An event about to die of old age is no evidence about the channel.
+		troubled = troubled || (e.rec.Attempts > 0 && now.Before(e.rec.Deadline(cfg)))
 	}
 	switch {
 	case parked:
