@@ -28,7 +28,9 @@ type Accept struct {
 // the worker that owns the stream adopts each new record as it finds it.
 // The record must be pending with no attempt, its Seq above every Seq the
 // machine knows. Nothing is acknowledged; nothing is persisted unless the
-// circuit is open (the event is then parked).
+// circuit is open (the event is then parked) or its payload exceeds
+// MaxPayloadBytes (the store took it, so it cannot be refused, and it
+// cannot be sent: it is dead, rejected, and kept).
 type Adopt struct {
 	At     time.Time
 	Record Record

@@ -101,7 +101,6 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 	}
 	recs := slices.Clone(records)
 	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
-	parked := false
 	for i, r := range recs {
 		if err := checkRecord(r); err != nil {
 			return nil, Batch{}, err
@@ -122,18 +121,22 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 		if !r.State.Terminal() {
 			m.live = append(m.live, e)
 			m.queued++
-			parked = parked || r.State == Parked
 		}
 	}
 	m.now = now
-	troubled := false
+	// Only records that can still be sent say anything about the channel:
+	// one out of attempts dies here, one past MaxAge dies in advance.
+	parked, troubled := false, false
 	for _, e := range m.live {
 		if e.rec.Attempts >= cfg.MaxAttempts {
 			m.kill(e, Exhausted)
 			continue
 		}
-		// An event about to die of old age is no evidence about the channel.
-		troubled = troubled || (e.rec.Attempts > 0 && now.Before(e.rec.Deadline(cfg)))
+		if !now.Before(e.rec.Deadline(cfg)) {
+			continue
+		}
+		parked = parked || e.rec.State == Parked
+		troubled = troubled || e.rec.Attempts > 0
 	}
 	switch {
 	case parked:
@@ -159,8 +162,12 @@ func checkRecord(r Record) error {
 	switch {
 	case r.ID == "":
 		return fmt.Errorf("%w: record with seq %d has an empty ID", ErrBadRecord, r.Seq)
+	case len(r.ID) > MaxIDBytes:
+		return bad("ID of %d bytes exceeds %d", len(r.ID), MaxIDBytes)
 	case r.Seq == 0:
 		return bad("seq is 0; sequences start at 1")
+	case r.AcceptedAt.IsZero():
+		return bad("no acceptance time")
 	case !r.State.valid():
 		return bad("unknown state %d", uint8(r.State))
 	case r.Attempts < 0:
@@ -213,8 +220,11 @@ func (m *Machine) InFlight() []Send {
 // Step applies one input and returns what the caller must do, in the order
 // Batch documents. An error means the input was misuse and nothing changed.
 func (m *Machine) Step(in Input) (Batch, error) {
-	if in == nil {
+	switch in.(type) {
+	case nil:
 		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
+	case *Accept, *Adopt, *Tick, *Result, *ProbeResult:
+		return Batch{}, fmt.Errorf("%w: %T: pass inputs by value", ErrBadInput, in)
 	}
 	at := in.at()
 	if at.Before(m.now) {
@@ -260,9 +270,6 @@ func (m *Machine) check(in Input) error {
 		if err := checkRecord(r); err != nil {
 			return err
 		}
-		if len(r.ID) > MaxIDBytes {
-			return fmt.Errorf("%w: adopt ID of %d bytes exceeds %d", ErrBadInput, len(r.ID), MaxIDBytes)
-		}
 		if _, known := m.byID[r.ID]; known {
 			return nil // ignored in adopt: the store may hand a record over twice
 		}
@@ -271,8 +278,6 @@ func (m *Machine) check(in Input) error {
 			return fmt.Errorf("%w: adopt %q: a new record is pending with no attempt, not %s with %d", ErrBadRecord, r.ID, r.State, r.Attempts)
 		case r.Seq <= m.lastSeq:
 			return fmt.Errorf("%w: adopt %q: seq %d is not above the last seq %d", ErrBadRecord, r.ID, r.Seq, m.lastSeq)
-		case len(r.Payload) > m.cfg.MaxPayloadBytes:
-			return fmt.Errorf("%w: adopt %q: payload of %d bytes exceeds MaxPayloadBytes %d", ErrBadInput, r.ID, len(r.Payload), m.cfg.MaxPayloadBytes)
 		}
 	case Tick:
 	case Result:
@@ -344,7 +349,12 @@ func (m *Machine) adopt(in Adopt) {
 	m.lastSeq = r.Seq
 	m.queued++
 	m.stats.Accepted++
-	if m.circuit == Open {
+	switch {
+	case len(r.Payload) > m.cfg.MaxPayloadBytes:
+		// The store acknowledged it, so it cannot be refused; it cannot be
+		// sent either. It becomes a dead letter, kept with its reason.
+		m.kill(e, Rejected)
+	case m.circuit == Open:
 		m.setState(e, Parked, NotDead)
 	}
 }
@@ -507,7 +517,9 @@ func (m *Machine) advance() {
 		m.probeOut = false
 		m.probeFailed()
 	}
-	if m.circuit == Open && !m.probeOut && !m.now.Before(m.probeNext) {
+	// While open, probe only for events that wait: with none, the next
+	// accepted event finds probeNext passed and probes at once.
+	if m.circuit == Open && !m.probeOut && m.queued > 0 && !m.now.Before(m.probeNext) {
 		m.sendProbe()
 	}
 	if m.circuit == Closed || plant.On(plant.SendWhileOpen) {
@@ -577,7 +589,7 @@ func (m *Machine) wakeAt() time.Time {
 	}
 	if m.probeOut {
 		consider(m.probeSent.Add(m.cfg.ProbeTimeout))
-	} else if m.circuit == Open {
+	} else if m.circuit == Open && m.queued > 0 {
 		consider(m.probeNext)
 	}
 	for _, e := range m.live {

@@ -300,9 +300,9 @@ func TestStepMisuse(t *testing.T) {
 		{"adopt-not-pending", "an adopted record is new", machine.Adopt{At: now, Record: withState(newRecord("e9", 4), machine.Retry)}, machine.ErrBadRecord},
 		{"adopt-attempted", "an adopted record has no attempt", machine.Adopt{At: now, Record: withAttempts(newRecord("e9", 4), 1)}, machine.ErrBadRecord},
 		{"adopt-malformed", "an adopted record is a valid record", machine.Adopt{At: now, Record: newRecord("", 4)}, machine.ErrBadRecord},
-		{"adopt-big-payload", "payloads are bounded by MaxPayloadBytes", machine.Adopt{At: now, Record: withPayload(newRecord("e9", 4), 9)}, machine.ErrBadInput},
+		{"pointer-input", "inputs are values; a pointer (possibly nil) is refused, not dereferenced", (*machine.Accept)(nil), machine.ErrBadInput},
 		{"probe-0", "probes count from 1", machine.ProbeResult{At: now, N: 0, Healthy: true}, machine.ErrNoSuchAttempt},
-		{"adopt-long-id", "adopted IDs are bounded like accepted ones", machine.Adopt{At: now, Record: newRecord(strings.Repeat("x", machine.MaxIDBytes+1), 4)}, machine.ErrBadInput},
+		{"adopt-long-id", "adopted IDs are bounded like accepted ones", machine.Adopt{At: now, Record: newRecord(strings.Repeat("x", machine.MaxIDBytes+1), 4)}, machine.ErrBadRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
