@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,7 @@ func (s *sim) initCluster() {
 		s.workers = append(s.workers, w)
 	}
 	s.pauses = slices.Clone(c.Pauses)
-	slices.SortStableFunc(s.pauses, func(a, b Pause) int { return int(a.At - b.At) })
+	slices.SortStableFunc(s.pauses, func(a, b Pause) int { return cmp.Compare(a.At, b.At) })
 	// A handover costs up to a lease and two polls; a skewed worker judges
 	// MaxAge and backoff by its own clock.
 	var skew time.Duration
