@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -33,6 +34,12 @@ const (
 	// (which the store refuses, but only an owner that lost track of who
 	// owns the stream would try).
 	Monotonic = "monotonic"
+	// DeadDeserved: an event is dead only for a reason that holds:
+	// exhausted after MaxAttempts attempts; expired at MaxAge, or when its
+	// next attempt (at most MaxBackoff or MaxRetryAfter away) would fall
+	// after it; rejected after the channel refused it, or for a payload
+	// over MaxPayloadBytes.
+	DeadDeserved = "dead-deserved"
 	// Liveness: every event is delivered or dead by its deadline: MaxAge
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
 	// the faults healed (or after its acceptance, if later).
@@ -40,7 +47,7 @@ const (
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = []string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, Monotonic, Liveness}
+var Names = []string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, Liveness}
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -51,7 +58,7 @@ var Names = []string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, Mo
 func LivenessBound(p machine.Config, events, poison int, latency time.Duration) time.Duration {
 	settle := p.ProbeMaxInterval + p.ProbeTimeout + p.AttemptTimeout + max(p.MaxBackoff, p.MaxRetryAfter)
 	perEvent := 2 * latency
-	perPoison := time.Duration(p.MaxAttempts) * (p.MaxBackoff + p.AttemptTimeout + p.ProbeTimeout + 2*latency)
+	perPoison := time.Duration(p.MaxAttempts) * (max(p.MaxBackoff, p.MaxRetryAfter) + p.AttemptTimeout + p.ProbeTimeout + 2*latency)
 	return settle + time.Duration(events)*perEvent + time.Duration(poison)*perPoison
 }
 
@@ -60,7 +67,10 @@ type eventView struct {
 	acked     bool
 	ackStep   int
 	persisted bool
+	first     machine.Record // as first persisted: its identity
 	rec       machine.Record // latest persisted
+	refused   bool           // the channel refused an attempt of it
+	rewritten bool           // its identity changed (reported once)
 	doneAt    time.Time      // when it was first persisted terminal
 	sends     int
 	attempts  map[int]bool // attempt numbers sent
@@ -130,7 +140,7 @@ func (c *checker) entry(e Entry) {
 			c.fail(AppliedOnce, e.ID, e.Step, "applied, but never accepted")
 			return
 		}
-		if c.run.Policy.Ordering == machine.Strict {
+		if c.run.Policy.Ordering == machine.Strict && c.run.ReceiverFences {
 			if v.seq <= c.applied {
 				c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.seq, c.applied)
 			}
@@ -141,7 +151,14 @@ func (c *checker) entry(e Entry) {
 	case Restarted:
 		c.circuit[e.Worker] = 0
 	case LeaseGranted:
+		if e.Token <= c.newest {
+			c.fail(Monotonic, "", e.Step, "lease token %d granted to %s after token %d: fencing tokens must grow", e.Token, e.Worker, c.newest)
+		}
 		c.newest = max(c.newest, e.Token)
+	case Replied:
+		if e.Detail == machine.OutcomeRefused.String() {
+			c.view(e.ID).refused = true
+		}
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
 	case Probed, Discarded:
@@ -154,11 +171,16 @@ func (c *checker) persisted(e Entry) {
 	if !v.persisted {
 		v.persisted = true
 		v.seq = r.Seq
+		v.first = r
 		c.order = append(c.order, r.ID)
 	} else {
 		prev := v.rec
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
+		}
+		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.AcceptedAt) || !bytes.Equal(r.Payload, v.first.Payload)) {
+			v.rewritten = true // reported once
+			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
 		if prev.State.Terminal() && (prev.State != r.State || prev.Reason != r.Reason) {
 			inv := Monotonic
@@ -176,8 +198,30 @@ func (c *checker) persisted(e Entry) {
 	}
 	if r.State == machine.Dead && !v.everDead {
 		v.everDead, v.deadRec = true, r
+		c.deserved(e, v)
 	}
 	v.rec = r
+}
+
+// deserved checks the reason an event was first persisted dead.
+func (c *checker) deserved(e Entry, v *eventView) {
+	p, r := c.run.Policy, e.Record
+	switch r.Reason {
+	case machine.Exhausted:
+		if r.Attempts < p.MaxAttempts {
+			c.fail(DeadDeserved, r.ID, e.Step, "dead (exhausted) after %d attempts; MaxAttempts is %d", r.Attempts, p.MaxAttempts)
+		}
+	case machine.Expired:
+		// Dead at MaxAge, or when the next attempt would come after it.
+		earliest := v.first.AcceptedAt.Add(p.MaxAge - max(p.MaxBackoff, p.MaxRetryAfter) - c.run.Slack)
+		if e.At.Before(earliest) {
+			c.fail(DeadDeserved, r.ID, e.Step, "dead (expired) %v after acceptance; MaxAge is %v", e.At.Sub(v.first.AcceptedAt), p.MaxAge)
+		}
+	case machine.Rejected:
+		if !v.refused && len(r.Payload) <= p.MaxPayloadBytes {
+			c.fail(DeadDeserved, r.ID, e.Step, "dead (rejected), but the channel never refused it")
+		}
+	}
 }
 
 func (c *checker) sent(e Entry) {
@@ -209,6 +253,9 @@ func (c *checker) sent(e Entry) {
 	}
 	if cs := c.circuit[e.Worker]; cs == machine.Open || cs == machine.Checking {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the circuit was %s", e.Attempt, cs)
+	}
+	if v.rec.State == machine.Parked && !zombie {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the event was parked", e.Attempt)
 	}
 	if p.Ordering == machine.Strict {
 		for _, id := range c.order {
@@ -258,9 +305,10 @@ func (c *checker) final() {
 // liveness checks that the event settled by its deadline.
 func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
 	p := c.run.Policy
-	deadline := r.AcceptedAt.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
+	accepted := v.first.AcceptedAt // the final record's could have been rewritten
+	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {
-		from := r.AcceptedAt
+		from := accepted
 		if c.run.HealedAt.After(from) {
 			from = c.run.HealedAt
 		}
@@ -271,12 +319,12 @@ func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.T
 	settled := v.doneAt
 	if settled.IsZero() {
 		if end.After(deadline) {
-			c.fail(Liveness, id, -1, "not settled by %v after acceptance (run went on to %v)", deadline.Sub(r.AcceptedAt), end.Sub(r.AcceptedAt))
+			c.fail(Liveness, id, -1, "not settled by %v after acceptance (run went on to %v)", deadline.Sub(accepted), end.Sub(accepted))
 		}
 		return
 	}
 	if settled.After(deadline) {
-		c.fail(Liveness, id, -1, "settled %v after acceptance, past its deadline of %v", settled.Sub(r.AcceptedAt), deadline.Sub(r.AcceptedAt))
+		c.fail(Liveness, id, -1, "settled %v after acceptance, past its deadline of %v", settled.Sub(accepted), deadline.Sub(accepted))
 	}
 }
 

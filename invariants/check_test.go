@@ -131,9 +131,24 @@ func (b *logb) deliver(id string) {
 	b.persist(id, machine.Delivered, b.recs[id].Attempts, machine.NotDead)
 }
 
-// die records the event dead for reason, without a new attempt.
+// die records the event dead for reason, without a new attempt, after
+// what makes that reason hold: the channel's refusal (rejected), the
+// passing of MaxAge (expired), or the last of MaxAttempts counted
+// (exhausted).
 func (b *logb) die(id string, reason machine.DeadReason) int {
-	return b.persist(id, machine.Dead, b.recs[id].Attempts, reason)
+	r := b.recs[id]
+	attempts := r.Attempts
+	switch reason {
+	case machine.Rejected:
+		b.add(invariants.Entry{Kind: invariants.Replied, ID: id, Attempt: r.Attempts, Detail: machine.OutcomeRefused.String()})
+	case machine.Expired:
+		if deadline := r.AcceptedAt.Add(b.run.Policy.MaxAge).Sub(epoch); b.now < deadline {
+			b.now = deadline
+		}
+	case machine.Exhausted:
+		attempts = max(attempts, b.run.Policy.MaxAttempts)
+	}
+	return b.persist(id, machine.Dead, attempts, reason)
 }
 
 // finish ends the log as a finished run whose store holds every record.
@@ -263,8 +278,9 @@ func TestCheck(t *testing.T) {
 		// Order.
 		{
 			name:   "strict: applied out of order",
-			reason: "a late attempt of a dead event landing after its successor breaks strict order",
+			reason: "with a fencing receiver, a late attempt of a dead event landing after its successor breaks strict order",
 			build: func(b *logb) []found {
+				b.run.ReceiverFences = true
 				b.accept("e1")
 				b.accept("e2")
 				b.attempt("e1")
@@ -273,6 +289,91 @@ func TestCheck(t *testing.T) {
 				s := b.apply("e1")
 				b.finish()
 				return []found{{invariants.Order, "e1", s}}
+			},
+		},
+		{
+			name:   "strict, receiver without fence: late attempt applied after its successor",
+			reason: "without a fence, a dead event's late attempt may land after its successor; only the sends are held to order",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.die("e1", machine.Expired)
+				b.deliver("e2")
+				b.apply("e1")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "dead (exhausted) too early",
+			reason: "exhausted means MaxAttempts attempts were made",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.persist("e1", machine.Dead, 1, machine.Exhausted)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+		{
+			name:   "dead (expired) before MaxAge",
+			reason: "expired means MaxAge passed, or the next attempt would fall after it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.persist("e1", machine.Dead, 1, machine.Expired)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+		{
+			name:   "dead (rejected) without a refusal",
+			reason: "rejected means the channel refused it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.add(invariants.Entry{Kind: invariants.Replied, ID: "e1", Attempt: 1, Detail: machine.OutcomeFailed.String()})
+				s := b.persist("e1", machine.Dead, 1, machine.Rejected)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+		{
+			name:   "payload rewritten",
+			reason: "a record's identity (payload, acceptance time) never changes after acceptance",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				r := b.recs["e1"]
+				r.Payload = []byte("other")
+				s := b.store(r)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
+		{
+			name:   "lease token reused",
+			reason: "every lease must carry a larger fencing token than the last",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Worker: "w1", Token: 2})
+				s := b.add(invariants.Entry{Kind: invariants.LeaseGranted, Worker: "w2", Token: 2})
+				b.finish()
+				return []found{{invariants.Monotonic, "", s}}
+			},
+		},
+		{
+			name:   "sent while parked",
+			reason: "a parked event waits for a healthy probe, whatever circuit the sender reports",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.persist("e1", machine.Parked, 1, machine.NotDead)
+				b.persist("e1", machine.Parked, 2, machine.NotDead)
+				s := b.send("e1", 2)
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 2, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
 			},
 		},
 		{

@@ -36,16 +36,19 @@ const (
 	// rewrite history (store.ErrInvalidWrite); Detail says how. A correct
 	// owner never makes such a write.
 	WriteRejected
+	// Replied: the channel's outcome of attempt Attempt of ID reached
+	// Worker (Detail: delivered, failed, refused or timeout).
+	Replied
 )
 
 var kindNames = [...]string{
 	Acked: "acked", Persisted: "persisted", Sent: "sent", Probed: "probed",
 	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
-	LeaseGranted: "lease", WriteRejected: "write-rejected",
+	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= WriteRejected {
+	if k >= Acked && k <= Replied {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -92,9 +95,16 @@ type Run struct {
 	// reached delivered or dead (see LivenessBound).
 	LivenessBound time.Duration
 	// Slack is added to every event's MaxAge deadline: the time a lease
-	// handover can take plus the largest clock skew between workers, since
-	// an owner judges MaxAge by its own clock. Zero for a single sender.
+	// handover can take, the largest clock skew between workers (an owner
+	// judges MaxAge by its own clock), and the time workers were crashed or
+	// stalled or the store refused writes (no one can give an event up
+	// then). Zero for a single sender.
 	Slack time.Duration
+	// ReceiverFences is true when the receiver applies only sequences above
+	// the last it applied. Only then does strict order promise that the
+	// receiver applies in acceptance order (a dead event's late attempt
+	// could land out of order otherwise); sends are held to order always.
+	ReceiverFences bool
 }
 
 // Add appends an entry, numbering it.

@@ -407,7 +407,8 @@ func (m *Machine) fail(e *entry, retryAfter time.Duration) {
 	case n >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever):
 		e.rec.NextAt = m.now.Add(100 * 365 * 24 * time.Hour)
 		m.setState(e, Retry, NotDead)
-	case n >= m.cfg.MaxAttempts && !plant.On(plant.UnboundedRetries):
+	case n >= m.cfg.MaxAttempts && !plant.On(plant.UnboundedRetries),
+		n >= m.cfg.MaxAttempts-1 && plant.On(plant.ExhaustEarly):
 		m.kill(e, Exhausted)
 	default:
 		next := m.now.Add(m.cfg.retryDelay(e.rec.ID, n, retryAfter))

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/courierlab/courier/internal/plant"
 )
 
 // State is where an event is in its life. Delivered and Dead are terminal:
@@ -84,7 +86,12 @@ type Record struct {
 }
 
 // Deadline is the instant past which the event may no longer be sent.
-func (r Record) Deadline(c Config) time.Time { return r.AcceptedAt.Add(c.MaxAge) }
+func (r Record) Deadline(c Config) time.Time {
+	if plant.On(plant.ExpireEarly) {
+		return r.AcceptedAt.Add(c.MaxAge / 2)
+	}
+	return r.AcceptedAt.Add(c.MaxAge)
+}
 
 // Format renders the record as one stable line, times relative to epoch.
 func (r Record) Format(epoch time.Time) string {

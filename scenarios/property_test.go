@@ -86,12 +86,49 @@ func genWorld(t *rapid.T) sim.World {
 			Failures: rapid.IntRange(1, 8).Draw(t, "stubborn-failures"),
 		})
 	}
+	w.Receiver.RetryAfter = ms(t, 0, 5000, "retry-after-ms")
+	if rapid.Bool().Draw(t, "cluster") {
+		genCluster(t, &w)
+		return w
+	}
 	for range rapid.IntRange(0, 4).Draw(t, "restarts") {
 		w.Restarts.At = append(w.Restarts.At, ms(t, 0, int64(w.FaultsEnd/time.Millisecond), "restart-at-ms"))
 	}
 	w.Restarts.CrashAfterPersistRate = rapid.Float64Range(0, 0.2).Draw(t, "crash-rate")
 	w.Restarts.MaxCrashes = rapid.IntRange(0, 3).Draw(t, "max-crashes")
 	return w
+}
+
+// genCluster makes the sender several workers sharing one store, with
+// explicit lists of crashes, pauses and store refusals to shrink.
+func genCluster(t *rapid.T, w *sim.World) {
+	c := &w.Cluster
+	c.Workers = rapid.IntRange(1, 3).Draw(t, "workers")
+	c.LeaseTTL = ms(t, 200, 4000, "lease-ttl-ms")
+	c.Poll = ms(t, 10, int64(c.LeaseTTL/time.Millisecond)/2-1, "poll-ms")
+	for i := range c.Workers {
+		c.Skews = append(c.Skews, ms(t, -500, 500, "skew-ms-"+string(rune('0'+i))))
+	}
+	end := int64(w.FaultsEnd / time.Millisecond)
+	fault := func(label string) sim.WorkerFault {
+		worker := rapid.IntRange(sim.Owner, c.Workers-1).Draw(t, label+"-worker")
+		at := ms(t, 0, end-1, label+"-at-ms")
+		return sim.WorkerFault{Worker: worker, At: at, For: ms(t, 1, end-int64(at/time.Millisecond), label+"-for-ms")}
+	}
+	for range rapid.IntRange(0, 3).Draw(t, "crashes") {
+		if w.FaultsEnd > time.Millisecond {
+			c.Crashes = append(c.Crashes, fault("crash"))
+		}
+	}
+	for range rapid.IntRange(0, 3).Draw(t, "pauses") {
+		if w.FaultsEnd > time.Millisecond {
+			c.Pauses = append(c.Pauses, fault("pause"))
+		}
+	}
+	for range rapid.IntRange(0, 2).Draw(t, "store-outages") {
+		from := ms(t, 0, end, "store-outage-from-ms")
+		c.StoreOutages = append(c.StoreOutages, sim.Window{From: from, To: from + ms(t, 0, end-int64(from/time.Millisecond), "store-outage-len-ms")})
+	}
 }
 
 func TestPropertyAnyWorldHoldsInvariants(t *testing.T) {

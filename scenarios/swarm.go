@@ -81,6 +81,9 @@ func Swarm(seed uint64) sim.World {
 		c.LateDelay = dur(500*time.Millisecond, 10*time.Second)
 	}
 	w.Receiver.Fence = p.Ordering == machine.Strict
+	if coin(0.3) {
+		w.Receiver.RetryAfter = dur(0, 5*time.Second)
+	}
 	for range r.IntN(3) {
 		w.Receiver.Poison = append(w.Receiver.Poison, sim.EventID(r.IntN(w.Events)))
 	}

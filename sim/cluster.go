@@ -44,12 +44,20 @@ func (s *sim) initCluster() {
 	s.pauses = slices.Clone(c.Pauses)
 	slices.SortStableFunc(s.pauses, func(a, b Pause) int { return cmp.Compare(a.At, b.At) })
 	// A handover costs up to a lease and two polls; a skewed worker judges
-	// MaxAge and backoff by its own clock.
-	var skew time.Duration
+	// MaxAge and backoff by its own clock; and while crashes and stalls
+	// leave no worker able to act, or the store refuses writes, nobody can
+	// give an expired event up.
+	var skew, down time.Duration
 	for _, k := range c.Skews {
 		skew = max(skew, k, -k)
 	}
-	s.run.Slack = c.LeaseTTL + 2*c.Poll + skew
+	for _, f := range append(slices.Clone(c.Crashes), c.Pauses...) {
+		down += f.For
+	}
+	for _, win := range c.StoreOutages {
+		down += win.To - win.From + c.Poll // nothing can be written, then a poll to notice
+	}
+	s.run.Slack = c.LeaseTTL + 2*c.Poll + skew + down
 	s.run.LivenessBound += s.run.Slack
 }
 
@@ -101,7 +109,7 @@ func (s *sim) schedulePoll(w *worker, at time.Time) {
 		switch {
 		case inc != w.inc || w.down:
 			return // a poll of an incarnation that crashed
-		case s.now.Before(w.frozenUntil):
+		case w.stalled:
 			s.schedulePoll(w, w.frozenUntil)
 			return
 		}
@@ -171,7 +179,7 @@ func (s *sim) poll(w *worker) {
 		return
 	}
 	for _, r := range recs {
-		if w.m == nil || s.now.Before(w.frozenUntil) {
+		if w.m == nil || w.stalled {
 			return // lost the stream, or stalled, while adopting
 		}
 		w.lastSeq = max(w.lastSeq, r.Seq)
@@ -262,6 +270,7 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 			// A stall (a long GC, a frozen VM) between the write and the
 			// sends: the worker wakes as the owner it was and sends.
 			w.frozenUntil = s.now.Add(p.For)
+			w.stalled = true
 			s.wlogf(w, "fault pause: stalls for %v with %d sends in hand", p.For, len(b.Sends))
 			for _, x := range b.Sends {
 				s.cover(FaultPause, x.ID)
@@ -271,6 +280,7 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 				if inc != w.inc || w.down {
 					return // it crashed in its stall: the sends died with it
 				}
+				w.stalled = false
 				s.wlogf(w, "wakes from its pause and carries on")
 				s.sendAll(w, b.Sends)
 				s.act(w, b)
@@ -285,18 +295,21 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 // crash kills worker w: memory gone, lease abandoned to expire. It comes
 // back after down as a new incarnation.
 func (s *sim) crash(w *worker, down time.Duration) {
+	if w.down {
+		s.wlogf(w, "fault crash: already down")
+		return
+	}
 	s.stats.Restarts++
 	s.coverAll(FaultWorkerCrash)
 	s.wlogf(w, "fault crash: down for %v", down)
 	s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: w.name, Detail: "crashed"})
 	w.down = true
 	w.leased = false
-	w.frozenUntil = time.Time{}
+	w.frozenUntil, w.stalled = time.Time{}, false
 	s.dropMachine(w)
 	s.q.schedule(s.now.Add(down), func() {
 		w.down = false
 		w.inc++
-		w.frozenUntil = time.Time{}
 		s.wlogf(w, "comes back as %s", w.owner())
 		s.schedulePoll(w, s.now)
 	})
@@ -323,6 +336,7 @@ func (s *sim) enqueue(id string, payload []byte) {
 		s.logf("store ack %s seq=%d", rec.ID, rec.Seq)
 	} else {
 		s.logf("store ack %s seq=%d duplicate", rec.ID, rec.Seq)
+		s.stats.DuplicateAcks++
 	}
 	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
 	s.acked[id] = true

@@ -58,6 +58,7 @@ type Stats struct {
 	CircuitOpenings int
 	Restarts        int
 	Crashes         int           // restarts that cut a batch after its persist
+	DuplicateAcks   int           // acknowledgements of an offer whose ID was already accepted
 	LeaseGrants     int           // leases the shared store granted (cluster)
 	FencedWrites    int           // writes (saves, renewals, reads) the store refused from a stale lease (cluster)
 	ZombieSends     int           // sends by a worker whose lease had been superseded (cluster)
@@ -140,6 +141,7 @@ type worker struct {
 	leased      bool
 	lastSeq     uint64    // highest Seq the machine adopted or recovered
 	frozenUntil time.Time // a paused worker does nothing before this
+	stalled     bool      // paused mid-batch: nothing runs until it finishes the batch
 	idleSince   time.Time // when the owner last found nothing to do
 	down        bool      // crashed, not yet back
 }
@@ -162,6 +164,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		hash:      sha256.New(),
 	}
 	s.run.Policy = w.Policy
+	s.run.ReceiverFences = w.Receiver.Fence
 	if w.FaultsEnd > 0 {
 		s.run.HealedAt = Epoch.Add(w.FaultsEnd)
 	}
@@ -401,7 +404,9 @@ func (s *sim) later(w *worker, at time.Time, fn func()) {
 		switch {
 		case w.down:
 			return
-		case s.now.Before(w.frozenUntil):
+		case w.stalled:
+			// Queued behind the stall: the interrupted batch, scheduled
+			// at frozenUntil first, must finish before anything else.
 			s.later(w, w.frozenUntil, fn)
 			return
 		}
@@ -413,6 +418,7 @@ func (s *sim) ack(acks []machine.Ack) {
 	for _, a := range acks {
 		if a.Duplicate {
 			s.logf("out  ack %s seq=%d duplicate", a.ID, a.Seq)
+			s.stats.DuplicateAcks++
 		} else {
 			s.logf("out  ack %s seq=%d", a.ID, a.Seq)
 		}
@@ -438,7 +444,9 @@ func (s *sim) offer(id string, copy int) {
 	s.stats.Offers++
 	s.logf("producer offers %s (copy %d)", id, copy)
 	s.cover(FaultDuplicateOffer, id)
-	payload := fmt.Appendf(nil, `{"event":%q}`, id)
+	// Each copy differs, so a store or machine that let a second offer
+	// replace the first would show in the checker's identity check.
+	payload := fmt.Appendf(nil, `{"event":%q,"copy":%d}`, id, copy)
 	if s.cluster {
 		s.enqueue(id, payload)
 	} else {
@@ -472,7 +480,7 @@ func (s *sim) inWindows(ws []Window) bool {
 func (s *sim) send(w *worker, x machine.Send) {
 	c := s.w.Channel
 	key := attemptKey{w.name, w.gen, x.ID, x.Attempt}
-	answer := func(at time.Time, outcome machine.Outcome, why string) {
+	answer := func(at time.Time, outcome machine.Outcome, retryAfter time.Duration, why string) {
 		s.later(w, at, func() {
 			if s.answered[key] {
 				s.wlogf(w, "reply %s#%d %s dropped: the sender gave up on it", x.ID, x.Attempt, outcome)
@@ -488,20 +496,21 @@ func (s *sim) send(w *worker, x machine.Send) {
 			}
 			// A reply to an earlier machine of this worker reaches the
 			// current one, which ignores it as stale.
-			s.step(w, machine.Result{At: w.clock(s.now), ID: x.ID, Attempt: x.Attempt, Outcome: outcome})
+			s.observe(invariants.Entry{Kind: invariants.Replied, Worker: w.name, ID: x.ID, Attempt: x.Attempt, Detail: outcome.String()})
+			s.step(w, machine.Result{At: w.clock(s.now), ID: x.ID, Attempt: x.Attempt, Outcome: outcome, RetryAfter: retryAfter})
 		})
 	}
-	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, "client timeout")
+	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, 0, "client timeout")
 	switch {
 	case s.inWindows(c.Outages):
 		s.logf("fault outage: %s#%d refused", x.ID, x.Attempt)
 		s.coverSend(w, FaultOutage, x.ID)
-		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, "connection refused")
+		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, 0, "connection refused")
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.logf("fault flap: %s#%d fails", x.ID, x.Attempt)
 		s.coverSend(w, FaultFlap, x.ID)
-		answer(s.now.Add(s.latency()), machine.OutcomeFailed, "502 from the flapping link")
+		answer(s.now.Add(s.latency()), machine.OutcomeFailed, 0, "502 from the flapping link")
 		return
 	}
 	arrive := s.latency()
@@ -535,7 +544,11 @@ func (s *sim) send(w *worker, x machine.Send) {
 			s.cover(FaultLostAck, x.ID)
 			return
 		}
-		answer(s.now.Add(back), v.outcome(), "")
+		var retryAfter time.Duration
+		if v == rejectedPoison || v == rejectedStubborn {
+			retryAfter = s.w.Receiver.RetryAfter
+		}
+		answer(s.now.Add(back), v.outcome(), retryAfter, "")
 	})
 }
 
@@ -664,6 +677,7 @@ func (s *Stats) Add(o Stats) {
 	s.CircuitOpenings += o.CircuitOpenings
 	s.Restarts += o.Restarts
 	s.Crashes += o.Crashes
+	s.DuplicateAcks += o.DuplicateAcks
 	s.LeaseGrants += o.LeaseGrants
 	s.FencedWrites += o.FencedWrites
 	s.ZombieSends += o.ZombieSends

@@ -91,6 +91,9 @@ type Receiver struct {
 	Poison []string
 	// Stubborn IDs fail their first Failures deliveries, then succeed.
 	Stubborn []Stubborn
+	// RetryAfter, if positive, is the Retry-After hint that comes with
+	// every poison or stubborn rejection.
+	RetryAfter time.Duration
 	// Fence makes the receiver apply only sequences above the highest it
 	// applied: in strict order a late attempt can never apply out of
 	// order. Meaningful only with strict ordering.
@@ -196,6 +199,8 @@ func (w World) Validate() error {
 		// never heals and the liveness phase has nothing to converge to.
 		return bad("Channel.LatencyMax", "is %v; a round trip (%v) must be shorter than ClientTimeout (%v), AttemptTimeout (%v) and ProbeTimeout (%v)",
 			w.Channel.LatencyMax, 2*w.Channel.LatencyMax, w.Channel.ClientTimeout, w.Policy.AttemptTimeout, w.Policy.ProbeTimeout)
+	case w.Receiver.RetryAfter < 0:
+		return bad("Receiver.RetryAfter", "is %v; must not be negative", w.Receiver.RetryAfter)
 	case w.Channel.LateDelay < 0:
 		return bad("Channel.LateDelay", "is %v; must not be negative", w.Channel.LateDelay)
 	case w.FaultsEnd < 0:
@@ -280,6 +285,9 @@ func (w World) Describe() string {
 	for _, st := range w.Receiver.Stubborn {
 		s += fmt.Sprintf(" stubborn=%s/%d", st.ID, st.Failures)
 	}
+	if w.Receiver.RetryAfter > 0 {
+		s += fmt.Sprintf(" retry-after=%v", w.Receiver.RetryAfter)
+	}
 	if w.Receiver.Fence {
 		s += " fence"
 	}
@@ -292,6 +300,10 @@ func (w World) Describe() string {
 	}
 	if w.Producer.SendTwice {
 		s += fmt.Sprintf(" twice<=%v", w.Producer.TwiceDelay)
+	}
+	if c := w.Cluster; c.Workers > 0 {
+		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
+			c.Workers, c.LeaseTTL, c.Poll, c.Skews, c.Crashes, c.Pauses, c.StoreOutages)
 	}
 	return s
 }

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/scenarios"
 	"github.com/courierlab/courier/sim"
@@ -57,6 +58,10 @@ exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
 `
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
+	if err := plant.Check(plant.Active()); err != nil {
+		fmt.Fprintf(stderr, "simrun: this build links in %v\n", err)
+		return exitUsage
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage

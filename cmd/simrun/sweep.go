@@ -78,11 +78,7 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		failed++
 		violations += len(r.Violations)
-		if r.Safety() {
-			code = exitSafety
-		} else if code == exitOK {
-			code = exitLiveness
-		}
+		code = worse(code, verdict(r.Violations, nil))
 		if failed > printFailures {
 			continue
 		}
@@ -258,4 +254,14 @@ func printViolations(w io.Writer, vs []invariants.Violation) {
 	for _, v := range vs {
 		fmt.Fprintf(w, "  VIOLATION %s\n", v)
 	}
+}
+
+// worse returns the more serious of two exit codes: a crash, then a
+// safety violation, then a liveness one.
+func worse(a, b int) int {
+	rank := map[int]int{exitOK: 0, exitLiveness: 1, exitSafety: 2, exitCrash: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
 }

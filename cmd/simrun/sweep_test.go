@@ -166,3 +166,18 @@ func TestTimelineIsWellFormed(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepExitCodeIsTheWorst(t *testing.T) {
+	tests := []struct{ a, b, want int }{
+		{exitOK, exitLiveness, exitLiveness},
+		{exitLiveness, exitSafety, exitSafety},
+		{exitSafety, exitLiveness, exitSafety},
+		{exitSafety, exitCrash, exitCrash},
+		{exitCrash, exitSafety, exitCrash},
+	}
+	for _, tt := range tests {
+		if got := worse(tt.a, tt.b); got != tt.want {
+			t.Errorf("worse(%d, %d) = %d, want %d (crash > safety > liveness > ok)", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

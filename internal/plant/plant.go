@@ -10,8 +10,8 @@
 //   - in a deliberately broken build, with the linker:
 //     go run -ldflags=-X=github.com/courierlab/courier/internal/plant.build=NAME ./cmd/simrun sweep -seeds 200
 //
-// Set must not be called while a run is in progress; runs read the active
-// bug when they start.
+// Set must not be called while a run is in progress: the hooks read the
+// active bug every time they are reached.
 package plant
 
 import (
@@ -59,6 +59,11 @@ const (
 	// SkipFencing: the shared store accepts a write from a stale lease
 	// (memstore), so a zombie owner's writes and new sends go through.
 	SkipFencing Bug = "skip-fencing"
+	// ExpireEarly: an event's deadline is half its MaxAge (machine).
+	ExpireEarly Bug = "expire-early"
+	// ExhaustEarly: an event is given up one attempt before MaxAttempts
+	// (machine).
+	ExhaustEarly Bug = "exhaust-early"
 )
 
 // Expected maps each bug to the invariant that must catch it.
@@ -74,6 +79,8 @@ var Expected = map[Bug]string{
 	ReceiverNoDedup:         "applied-once",
 	DeadLettersDropped:      "dead-kept",
 	SkipFencing:             "bounded-sends",
+	ExpireEarly:             "dead-deserved",
+	ExhaustEarly:            "dead-deserved",
 }
 
 // All lists the catalogue in a fixed order.
