@@ -96,6 +96,19 @@ func TestValidate(t *testing.T) {
 		{"LateDelay", "late means later", "", func(w *sim.World) { w.Channel.LateDelay = -1 }, "Channel.LateDelay"},
 		{"FaultsEnd", "faults end at or after the start", "", func(w *sim.World) { w.FaultsEnd = -1 }, "FaultsEnd"},
 		{"MaxDuration", "zero means derived, negative is wrong", "", func(w *sim.World) { w.MaxDuration = -1 }, "MaxDuration"},
+		{"slow round trip", "a healthy round trip must beat every timeout, or the channel never heals", "", func(w *sim.World) { w.Channel.LatencyMax = w.Channel.ClientTimeout / 2 }, "Channel.LatencyMax"},
+		{"RetryAfter", "a hint is not negative", "", func(w *sim.World) { w.Receiver.RetryAfter = -1 }, "Receiver.RetryAfter"},
+		{"cluster faults without workers", "crashes and pauses need workers", "", func(w *sim.World) { w.Cluster.Crashes = []sim.WorkerFault{{At: 0, For: 1}} }, "Cluster.Workers"},
+		{"cluster poll too slow", "a worker must renew well within its lease", "", func(w *sim.World) { w.Cluster = sim.Cluster{Workers: 2, LeaseTTL: time.Second, Poll: time.Second} }, "Cluster.Poll"},
+		{"cluster crash past FaultsEnd", "a crash is a fault and ends by FaultsEnd", "", func(w *sim.World) {
+			w.FaultsEnd = time.Second
+			w.Cluster = sim.Cluster{Workers: 2, LeaseTTL: time.Second, Poll: 100 * time.Millisecond, Crashes: []sim.WorkerFault{{Worker: 1, At: 500 * time.Millisecond, For: time.Second}}}
+		}, "Cluster.Crashes/Pauses"},
+		{"cluster with restarts", "restarts are the single sender's; a cluster has crashes", "", func(w *sim.World) {
+			w.FaultsEnd = time.Second
+			w.Cluster = sim.Cluster{Workers: 2, LeaseTTL: time.Second, Poll: 100 * time.Millisecond}
+			w.Restarts.At = []time.Duration{0}
+		}, "Restarts"},
 		{"Restarts.Random", "counts are not negative", "", func(w *sim.World) { w.Restarts.Random = -1 }, "Restarts"},
 		{"Restarts.MaxCrashes", "counts are not negative", "", func(w *sim.World) { w.Restarts.MaxCrashes = -1 }, "Restarts"},
 		{"FlapFailRate", "a rate is within 0..1", "", func(w *sim.World) { w.Channel.FlapFailRate = 1.5 }, "Channel.FlapFailRate"},
