@@ -82,7 +82,7 @@ type eventView struct {
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
-	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}}
+	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
 	for _, e := range run.Entries {
 		c.entry(e)
 	}
@@ -95,8 +95,12 @@ type checker struct {
 	events  map[string]*eventView
 	order   []string                   // IDs in order of first persistence (acceptance order)
 	circuit map[string]machine.Circuit // per worker
-	newest  uint64                     // the newest fencing token granted
-	applied uint64                     // highest seq applied (strict)
+	// flying holds, per worker, the attempts started (persisted) and not
+	// yet answered, with their start: an attempt ends at its reply or, at
+	// the latest, AttemptTimeout after it started.
+	flying  map[string]map[attemptKey]time.Time
+	newest  uint64 // the newest fencing token granted
+	applied uint64 // highest seq applied (strict)
 	out     []Violation
 }
 
@@ -150,6 +154,7 @@ func (c *checker) entry(e Entry) {
 		c.circuit[e.Worker] = e.Circuit
 	case Restarted:
 		c.circuit[e.Worker] = 0
+		delete(c.flying, e.Worker) // the new machine owes nothing to the old one's attempts
 	case LeaseGranted:
 		if e.Token <= c.newest {
 			c.fail(Monotonic, "", e.Step, "lease token %d granted to %s after token %d: fencing tokens must grow", e.Token, e.Worker, c.newest)
@@ -159,6 +164,7 @@ func (c *checker) entry(e Entry) {
 		if e.Detail == machine.OutcomeRefused.String() {
 			c.view(e.ID).refused = true
 		}
+		delete(c.flying[e.Worker], attemptKey{e.ID, e.Attempt})
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
 	case Probed, Discarded:
@@ -192,6 +198,14 @@ func (c *checker) persisted(e Entry) {
 		if r.Attempts < prev.Attempts {
 			c.fail(Monotonic, r.ID, e.Step, "attempts went from %d down to %d", prev.Attempts, r.Attempts)
 		}
+		switch {
+		case r.Attempts > prev.Attempts && (r.State == machine.Pending || r.State == machine.Retry):
+			c.started(e) // a new attempt goes out from pending or retry
+		case r.Attempts == prev.Attempts && r.State != prev.State:
+			// The attempt landed: failed into retry or parked, delivered,
+			// dead. (A reply, when there is one, already said so.)
+			delete(c.flying[e.Worker], attemptKey{r.ID, r.Attempts})
+		}
 	}
 	if r.State.Terminal() && v.doneAt.IsZero() {
 		v.doneAt = e.At
@@ -201,6 +215,38 @@ func (c *checker) persisted(e Entry) {
 		c.deserved(e, v)
 	}
 	v.rec = r
+}
+
+type attemptKey struct {
+	id      string
+	attempt int
+}
+
+// started checks the window when Worker starts attempt Record.Attempts (a
+// persisted attempt count that grew): at most one attempt in flight in
+// strict order, at most Window in independent order. An attempt stops
+// counting at its reply or AttemptTimeout after its start, when the
+// machine gives up waiting for it.
+func (c *checker) started(e Entry) {
+	p := c.run.Policy
+	window := p.Window
+	if p.Ordering == machine.Strict {
+		window = 1
+	}
+	fl := c.flying[e.Worker]
+	if fl == nil {
+		fl = map[attemptKey]time.Time{}
+		c.flying[e.Worker] = fl
+	}
+	for k, at := range fl { // order does not matter: only the count is used
+		if !e.At.Before(at.Add(p.AttemptTimeout)) {
+			delete(fl, k)
+		}
+	}
+	if len(fl) >= window {
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d started with %d attempts in flight; the window is %d", e.Record.Attempts, len(fl), window)
+	}
+	fl[attemptKey{e.ID, e.Record.Attempts}] = e.At
 }
 
 // deserved checks the reason an event was first persisted dead.

@@ -2,6 +2,7 @@
 package invariants_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,15 +43,16 @@ func independent() machine.Config {
 // the contract would write it; each method returns the Step of the entry it
 // added, so that a row can name the entry it expects to be reported.
 type logb struct {
-	run  invariants.Run
-	now  time.Duration
-	seq  uint64
-	recs map[string]machine.Record
-	ids  []string
+	run     invariants.Run
+	now     time.Duration
+	seq     uint64
+	recs    map[string]machine.Record
+	ids     []string
+	replied map[string]bool // "id#attempt" that have an answer
 }
 
 func newLog(p machine.Config) *logb {
-	return &logb{run: invariants.Run{Policy: p}, recs: map[string]machine.Record{}}
+	return &logb{run: invariants.Run{Policy: p}, recs: map[string]machine.Record{}, replied: map[string]bool{}}
 }
 
 func (b *logb) add(e invariants.Entry) int {
@@ -99,8 +101,12 @@ func (b *logb) send(id string, n int) int {
 	return b.add(invariants.Entry{Kind: invariants.Sent, ID: id, Seq: b.recs[id].Seq, Attempt: n})
 }
 
-// attempt persists the next attempt, then sends it.
+// attempt persists the next attempt, then sends it. An earlier attempt
+// that had no answer gets one first (failed), as it must before a retry.
 func (b *logb) attempt(id string) int {
+	if n := b.recs[id].Attempts; n > 0 && !b.replied[id+"#"+strconv.Itoa(n)] {
+		b.reply(id, machine.OutcomeFailed)
+	}
 	n := b.recs[id].Attempts + 1
 	b.persist(id, b.recs[id].State, n, machine.NotDead)
 	return b.send(id, n)
@@ -124,10 +130,17 @@ func (b *logb) restart() int {
 
 func (b *logb) probe() int { return b.add(invariants.Entry{Kind: invariants.Probed, Detail: "1"}) }
 
+// reply records the channel's answer to the event's latest attempt.
+func (b *logb) reply(id string, o machine.Outcome) int {
+	b.replied[id+"#"+strconv.Itoa(b.recs[id].Attempts)] = true
+	return b.add(invariants.Entry{Kind: invariants.Replied, ID: id, Attempt: b.recs[id].Attempts, Detail: o.String()})
+}
+
 // deliver is one successful attempt: persisted, sent, applied, confirmed.
 func (b *logb) deliver(id string) {
 	b.attempt(id)
 	b.apply(id)
+	b.reply(id, machine.OutcomeDelivered)
 	b.persist(id, machine.Delivered, b.recs[id].Attempts, machine.NotDead)
 }
 
@@ -140,13 +153,14 @@ func (b *logb) die(id string, reason machine.DeadReason) int {
 	attempts := r.Attempts
 	switch reason {
 	case machine.Rejected:
-		b.add(invariants.Entry{Kind: invariants.Replied, ID: id, Attempt: r.Attempts, Detail: machine.OutcomeRefused.String()})
+		b.reply(id, machine.OutcomeRefused)
 	case machine.Expired:
 		if deadline := r.AcceptedAt.Add(b.run.Policy.MaxAge).Sub(epoch); b.now < deadline {
 			b.now = deadline
 		}
 	case machine.Exhausted:
 		attempts = max(attempts, b.run.Policy.MaxAttempts)
+		b.reply(id, machine.OutcomeFailed)
 	}
 	return b.persist(id, machine.Dead, attempts, reason)
 }
@@ -376,12 +390,44 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name:   "strict: two attempts in flight",
+			reason: "strict order allows one attempt in flight; the second starts before the first is answered or timed out",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.wait(time.Second)
+				s := b.persist("e2", machine.Pending, 1, machine.NotDead)
+				b.stop()
+				return []found{{invariants.BoundedSends, "e2", s}}
+			},
+		},
+		{
+			name:   "independent: a window of two",
+			reason: "Window bounds the attempts in flight; an attempt stops counting at its reply or its AttemptTimeout",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				b.run.Policy.Window = 2
+				b.accept("e1")
+				b.accept("e2")
+				b.accept("e3")
+				b.attempt("e1")
+				b.attempt("e2")
+				s := b.persist("e3", machine.Pending, 1, machine.NotDead)
+				b.wait(b.run.Policy.AttemptTimeout) // all three have timed out
+				b.persist("e3", machine.Pending, 2, machine.NotDead)
+				b.stop()
+				return []found{{invariants.BoundedSends, "e3", s}}
+			},
+		},
+		{
 			name:   "strict: seq 2 sent while seq 1 is pending",
 			reason: "strict order holds every event behind the earliest non-terminal one",
 			build: func(b *logb) []found {
 				b.accept("e1")
 				b.accept("e2")
 				s := b.attempt("e2")
+				b.reply("e2", machine.OutcomeFailed)
 				b.persist("e2", machine.Retry, 1, machine.NotDead)
 				b.deliver("e1")
 				b.deliver("e2")

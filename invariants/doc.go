@@ -22,7 +22,9 @@
 //     but never out of order.
 //   - bounded-sends: at most MaxAttempts sends per event across restarts
 //     and owners; each attempt persisted before it is sent, and no attempt
-//     number sent twice; no send after terminal, except the late send of a
+//     number sent twice; at most Window attempts in flight (one in strict
+//     order), an attempt counting from its persist to its reply or
+//     AttemptTimeout; no send after terminal, except the late send of a
 //     fenced-off owner (one whose lease token a newer lease superseded);
 //     only probes while that worker's circuit is checking or open.
 //   - dead-kept: a dead event stays dead, with its reason, in the store.

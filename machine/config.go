@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/courierlab/courier/internal/plant"
 )
 
 // Ordering says how many events of a stream may be in flight at once and
@@ -179,8 +181,12 @@ func (c Config) Validate() error {
 
 // window is the effective in-flight limit.
 func (c Config) window() int {
+	w := c.Window
 	if c.Ordering == Strict {
-		return 1
+		w = 1
 	}
-	return c.Window
+	if plant.On(plant.WindowOverflow) {
+		w *= 2
+	}
+	return w
 }

@@ -64,6 +64,9 @@ const (
 	// ExhaustEarly: an event is given up one attempt before MaxAttempts
 	// (machine).
 	ExhaustEarly Bug = "exhaust-early"
+	// WindowOverflow: twice the window's attempts go out at once, two in
+	// strict order (machine).
+	WindowOverflow Bug = "window-overflow"
 )
 
 // Expected maps each bug to the invariant that must catch it.
@@ -81,6 +84,7 @@ var Expected = map[Bug]string{
 	SkipFencing:             "bounded-sends",
 	ExpireEarly:             "dead-deserved",
 	ExhaustEarly:            "dead-deserved",
+	WindowOverflow:          "bounded-sends",
 }
 
 // All lists the catalogue in a fixed order.
