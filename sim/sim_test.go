@@ -1,4 +1,4 @@
-// World.Validate names every bad field, and Run is deterministic and correct on a fault-free world: checked by running inline worlds (not the scenarios package) and comparing hashes, traces, stats and the checker's verdict.
+// World.Validate names every bad field, and Run is deterministic and correct on a fault-free world: checked by running small inline worlds (with the scenarios' policy) and comparing hashes, traces, stats and the checker's verdict.
 package sim_test
 
 import (
@@ -13,35 +13,14 @@ import (
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/scenarios"
 	"github.com/courierlab/courier/sim"
 )
-
-// policy is a short strict policy, the shape of scenarios.Policy.
-func policy(seed uint64) machine.Config {
-	return machine.Config{
-		Ordering:          machine.Strict,
-		Window:            1,
-		MaxAttempts:       10,
-		MaxAge:            10 * time.Minute,
-		BaseBackoff:       200 * time.Millisecond,
-		MaxBackoff:        5 * time.Second,
-		JitterPercent:     20,
-		MaxRetryAfter:     30 * time.Second,
-		AttemptTimeout:    3 * time.Second,
-		BreakerThreshold:  3,
-		ProbeTimeout:      2 * time.Second,
-		ProbeBaseInterval: 500 * time.Millisecond,
-		ProbeMaxInterval:  4 * time.Second,
-		MaxQueued:         10_000,
-		MaxPayloadBytes:   4096,
-		Seed:              seed,
-	}
-}
 
 // base is a fault-free world: 30 events, 5..50ms one way.
 func base(seed uint64) sim.World {
 	return sim.World{
-		Policy:       policy(seed),
+		Policy:       scenarios.Policy(seed),
 		Events:       30,
 		Interarrival: 500 * time.Millisecond,
 		Producer:     sim.Producer{AckTimeout: 5 * time.Second},
