@@ -17,20 +17,11 @@ import (
 	"github.com/courierlab/courier/sim"
 )
 
-// base is a fault-free world: 30 events, 5..50ms one way.
+// base is the scenarios' fault-free world with 30 events.
 func base(seed uint64) sim.World {
-	return sim.World{
-		Policy:       scenarios.Policy(seed),
-		Events:       30,
-		Interarrival: 500 * time.Millisecond,
-		Producer:     sim.Producer{AckTimeout: 5 * time.Second},
-		Channel: sim.Channel{
-			LatencyMin:    5 * time.Millisecond,
-			LatencyMax:    50 * time.Millisecond,
-			ClientTimeout: time.Second,
-		},
-		Receiver: sim.Receiver{Fence: true},
-	}
+	w := scenarios.Base(seed)
+	w.Events = 30
+	return w
 }
 
 // faulty draws on every stream: flapping, lost and late replies, restarts
