@@ -35,6 +35,10 @@ type entry struct {
 	dirty    bool // changed in the current step
 }
 
+// deadline is e's Record.Deadline, without copying the record and the
+// config on the hot path of every step.
+func (e *entry) deadline(c *Config) time.Time { return e.rec.AcceptedAt.Add(c.maxAge()) }
+
 // Stats are counters for observation; nothing in the machine reads them.
 type Stats struct {
 	Accepted        int // new events accepted
@@ -132,7 +136,7 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 			m.kill(e, Exhausted)
 			continue
 		}
-		if !now.Before(e.rec.Deadline(cfg)) {
+		if !now.Before(e.deadline(&m.cfg)) {
 			continue
 		}
 		parked = parked || e.rec.State == Parked
@@ -412,7 +416,7 @@ func (m *Machine) fail(e *entry, retryAfter time.Duration) {
 		m.kill(e, Exhausted)
 	default:
 		next := m.now.Add(m.cfg.retryDelay(e.rec.ID, n, retryAfter))
-		if !next.Before(e.rec.Deadline(m.cfg)) {
+		if !next.Before(e.deadline(&m.cfg)) {
 			m.kill(e, Expired)
 		} else {
 			state := Retry
@@ -510,7 +514,7 @@ func (m *Machine) advance() {
 			m.land(e)
 			m.fail(e, 0)
 		}
-		if expire && !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.rec.Deadline(m.cfg)) {
+		if expire && !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.deadline(&m.cfg)) {
 			m.kill(e, Expired)
 		}
 	}
@@ -601,7 +605,7 @@ func (m *Machine) wakeAt() time.Time {
 			consider(e.sentAt.Add(m.cfg.AttemptTimeout))
 			continue
 		}
-		consider(e.rec.Deadline(m.cfg))
+		consider(e.deadline(&m.cfg))
 		if m.circuit == Closed {
 			consider(e.rec.NextAt)
 		}

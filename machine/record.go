@@ -86,11 +86,14 @@ type Record struct {
 }
 
 // Deadline is the instant past which the event may no longer be sent.
-func (r Record) Deadline(c Config) time.Time {
+func (r Record) Deadline(c Config) time.Time { return r.AcceptedAt.Add(c.maxAge()) }
+
+// maxAge is MaxAge, or half of it under the planted bug ExpireEarly.
+func (c *Config) maxAge() time.Duration {
 	if plant.On(plant.ExpireEarly) {
-		return r.AcceptedAt.Add(c.MaxAge / 2)
+		return c.MaxAge / 2
 	}
-	return r.AcceptedAt.Add(c.MaxAge)
+	return c.MaxAge
 }
 
 // Format renders the record as one stable line, times relative to epoch.
