@@ -7,7 +7,6 @@ package memstore_test
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,27 +30,9 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const ttl = 10 * time.Second
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newStore(t *testing.T) (*memstore.Store, *fakeClock) {
+func newStore(t *testing.T) (*memstore.Store, *storetest.Clock) {
 	t.Helper()
-	c := &fakeClock{t: epoch}
+	c := storetest.NewClock(epoch)
 	return memstore.New(c.Now), c
 }
 

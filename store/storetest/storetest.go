@@ -73,20 +73,26 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // ttl is the lease length the checks use unless they say otherwise.
 const ttl = 10 * time.Second
 
-// clock is the store's clock in the suite: it moves only when a check
-// advances it, so expiry and due work are tested without sleeping.
-type clock struct {
+// Clock is the store's clock in the suite: it moves only when a check
+// advances it, so expiry and due work are tested without sleeping. A
+// store's own tests may use it too. Safe for concurrent use.
+type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time {
+// NewClock returns a Clock reading start.
+func NewClock(start time.Time) *Clock { return &Clock{t: start} }
+
+// Now reads the clock; pass c.Now as a store's clock.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Advance(d time.Duration) {
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -97,12 +103,12 @@ func (c *clock) Advance(d time.Duration) {
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *clock
+	clock *Clock
 	s     store.Store
 }
 
 func newEnv(t *testing.T, newStore Factory) *env {
-	c := &clock{t: epoch}
+	c := NewClock(epoch)
 	s := newStore(t, c.Now)
 	if s == nil {
 		t.Fatal("the factory returned a nil store")
