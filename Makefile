@@ -30,14 +30,11 @@ simrun:
 	$(GO) build -o simrun ./cmd/simrun
 
 # Determinism across architectures: the golden trace hashes and the
-# machine's test vectors must hold on 32-bit (386) and on WebAssembly
-# (js/wasm, run by Node through Go's own wasm runner).
-CROSS_TESTS = TestGoldenTraceHashes|TestSameSeedSameTrace|TestScripts|TestBackoffPinned
-WASM_EXEC = $$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec
+# machine's test vectors must hold on 32-bit (386, natively or under
+# qemu-i386) and on WebAssembly (js/wasm, run by Node). See .ci/cross.
 cross:
-	GOARCH=386 $(GO) test -count=1 -run '$(CROSS_TESTS)' ./scenarios ./machine
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$(WASM_EXEC)" -run '$(CROSS_TESTS)' ./scenarios ./machine
+	bash .ci/cross
 
-# A swarm sweep of 10,000 seeds, as the issue tracker's done-criteria ask.
+# A swarm sweep of 10,000 seeds.
 sweep:
 	$(GO) run ./cmd/simrun sweep -seeds 10000
