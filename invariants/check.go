@@ -47,7 +47,7 @@ const (
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = []string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, Liveness}
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, Liveness}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -83,9 +83,12 @@ type eventView struct {
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
 	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
+	p := newPolicy(run, c.fail)
 	for _, e := range run.Entries {
+		p.entry(e)
 		c.entry(e)
 	}
+	p.final()
 	c.final()
 	return c.out
 }
@@ -156,9 +159,6 @@ func (c *checker) entry(e Entry) {
 		c.circuit[e.Worker] = 0
 		delete(c.flying, e.Worker) // the new machine owes nothing to the old one's attempts
 	case LeaseGranted:
-		if e.Token <= c.newest {
-			c.fail(Monotonic, "", e.Step, "lease token %d granted to %s after token %d: fencing tokens must grow", e.Token, e.Worker, c.newest)
-		}
 		c.newest = max(c.newest, e.Token)
 	case Replied:
 		if e.Detail == machine.OutcomeRefused.String() {

@@ -37,18 +37,34 @@ const (
 	// owner never makes such a write.
 	WriteRejected
 	// Replied: the channel's outcome of attempt Attempt of ID reached
-	// Worker (Detail: delivered, failed, refused or timeout).
+	// Worker (Detail: delivered, failed, refused or timeout), with the
+	// receiver's RetryAfter hint if it gave one.
 	Replied
+	// Offered: the producer offered ID (a first offer or a resend).
+	Offered
+	// Refused: the sender refused the producer's offer of ID and
+	// acknowledged nothing (Detail: "queue full" or "store unavailable").
+	Refused
+	// ProbeReplied: the answer to probe Attempt reached Worker (Detail:
+	// "healthy" or "unhealthy").
+	ProbeReplied
+	// LeaseRenewed: the store renewed Worker's lease Token until Until.
+	LeaseRenewed
+	// Adopted: Worker's machine took over ID, a record the shared store
+	// accepted.
+	Adopted
 )
 
 var kindNames = [...]string{
 	Acked: "acked", Persisted: "persisted", Sent: "sent", Probed: "probed",
 	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
 	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
+	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
+	Adopted: "adopted",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Replied {
+	if k >= Acked && k <= Adopted {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -71,7 +87,11 @@ type Entry struct {
 	Worker string
 	// Token is the fencing token under which Worker acted (0 without
 	// leases): on Sent, Persisted and LeaseGranted.
-	Token  uint64
+	Token uint64
+	// RetryAfter is the receiver's hint, on Replied.
+	RetryAfter time.Duration
+	// Until is when the lease expires, on LeaseGranted and LeaseRenewed.
+	Until  time.Time
 	Detail string
 }
 
@@ -100,6 +120,11 @@ type Run struct {
 	// stalled or the store refused writes (no one can give an event up
 	// then). Zero for a single sender.
 	Slack time.Duration
+	// Skew is the largest offset between a worker's clock and the run's
+	// clock (Entry.At). A worker judges backoff, NextAt and MaxAge by its
+	// own clock, so the policy rules allow Skew either way. Zero for a
+	// single sender.
+	Skew time.Duration
 	// ReceiverFences is true when the receiver applies only sequences above
 	// the last it applied. Only then does strict order promise that the
 	// receiver applies in acceptance order (a dead event's late attempt

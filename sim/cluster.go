@@ -58,6 +58,7 @@ func (s *sim) initCluster() {
 		down += win.To - win.From + c.Poll // nothing can be written, then a poll to notice
 	}
 	s.run.Slack = c.LeaseTTL + 2*c.Poll + skew + down
+	s.run.Skew = skew
 	s.run.LivenessBound += s.run.Slack
 }
 
@@ -135,7 +136,7 @@ func (s *sim) poll(w *worker) {
 		w.lease, w.leased = ls[0], true
 		s.newestToken = max(s.newestToken, w.lease.Token)
 		s.wlogf(w, "lease %s token=%d until %s", ls[0].Stream, ls[0].Token, machine.FormatInstant(ls[0].Expires, Epoch))
-		s.observe(invariants.Entry{Kind: invariants.LeaseGranted, Worker: w.name, Token: w.lease.Token, Detail: w.owner()})
+		s.observe(invariants.Entry{Kind: invariants.LeaseGranted, Worker: w.name, Token: w.lease.Token, Until: w.lease.Expires, Detail: w.owner()})
 	} else {
 		l, err := s.shared.Renew(bg, w.lease, c.LeaseTTL)
 		switch {
@@ -146,6 +147,7 @@ func (s *sim) poll(w *worker) {
 			s.storeRefused(w, "renew", err) // the lease may still be valid; go on
 		default:
 			w.lease = l
+			s.observe(invariants.Entry{Kind: invariants.LeaseRenewed, Worker: w.name, Token: l.Token, Until: l.Expires, Detail: w.owner()})
 		}
 	}
 	if w.m == nil {
@@ -183,6 +185,7 @@ func (s *sim) poll(w *worker) {
 			return // lost the stream, or stalled, while adopting
 		}
 		w.lastSeq = max(w.lastSeq, r.Seq)
+		s.observe(invariants.Entry{Kind: invariants.Adopted, Worker: w.name, ID: r.ID, Seq: r.Seq})
 		s.step(w, machine.Adopt{At: w.clock(s.now), Record: r})
 	}
 	if w.m == nil || w.m.Queued() > 0 || len(w.m.InFlight()) > 0 {
@@ -324,6 +327,7 @@ func (s *sim) enqueue(id string, payload []byte) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
 		}
 		s.logf("fault store-refusal: enqueue %s refused; no ack", id)
+		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
 		s.cover(FaultStoreRefusal, id)
 		return
 	}

@@ -299,8 +299,9 @@ func (s *sim) allRecords() []machine.Record {
 func (s *sim) step(w *worker, in machine.Input) {
 	s.wlogf(w, "in   %s", in.Format(Epoch))
 	b, err := w.m.Step(in)
-	if _, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
+	if a, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
 		s.wlogf(w, "out  refused: queue full")
+		s.observe(invariants.Entry{Kind: invariants.Refused, Worker: w.name, ID: a.ID, Detail: "queue full"})
 		return
 	}
 	if err != nil {
@@ -443,6 +444,7 @@ func (s *sim) offer(id string, copy int) {
 	}
 	s.stats.Offers++
 	s.logf("producer offers %s (copy %d)", id, copy)
+	s.observe(invariants.Entry{Kind: invariants.Offered, ID: id})
 	s.cover(FaultDuplicateOffer, id)
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check.
@@ -496,7 +498,7 @@ func (s *sim) send(w *worker, x machine.Send) {
 			}
 			// A reply to an earlier machine of this worker reaches the
 			// current one, which ignores it as stale.
-			s.observe(invariants.Entry{Kind: invariants.Replied, Worker: w.name, ID: x.ID, Attempt: x.Attempt, Detail: outcome.String()})
+			s.observe(invariants.Entry{Kind: invariants.Replied, Worker: w.name, ID: x.ID, Attempt: x.Attempt, RetryAfter: retryAfter, Detail: outcome.String()})
 			s.step(w, machine.Result{At: w.clock(s.now), ID: x.ID, Attempt: x.Attempt, Outcome: outcome, RetryAfter: retryAfter})
 		})
 	}
@@ -578,6 +580,11 @@ func (s *sim) probe(w *worker, p machine.Probe) {
 			s.wlogf(w, "probe %d reply dropped: the sender restarted", p.N)
 			return
 		}
+		answer := "healthy"
+		if !healthy {
+			answer = "unhealthy"
+		}
+		s.observe(invariants.Entry{Kind: invariants.ProbeReplied, Worker: w.name, Attempt: int(p.N), Detail: answer})
 		s.step(w, machine.ProbeResult{At: w.clock(s.now), N: p.N, Healthy: healthy})
 	})
 }
