@@ -9,6 +9,10 @@ import (
 // shows and TestCoverageMatrix holds to the design.
 const CoverageSeeds = 1000
 
+// MinCoverage is how often the standard sweep must reach each reachable
+// cell: a cell met once in a thousand seeds is too thin to guard anything.
+const MinCoverage = 20
+
 // Reachable says, by design, which fault can meet an event in which state.
 // A cell marked true must be reached by the standard sweep; a cell marked
 // false must never be reached (a send refused while parked would mean the

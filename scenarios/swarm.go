@@ -81,7 +81,7 @@ func Swarm(seed uint64) sim.World {
 		c.LateDelay = dur(500*time.Millisecond, 10*time.Second)
 	}
 	w.Receiver.Fence = p.Ordering == machine.Strict
-	if coin(0.3) {
+	if coin(0.5) {
 		w.Receiver.RetryAfter = dur(0, 5*time.Second)
 	}
 	for range r.IntN(3) {
@@ -90,14 +90,15 @@ func Swarm(seed uint64) sim.World {
 	for range r.IntN(3) {
 		w.Receiver.Stubborn = append(w.Receiver.Stubborn, sim.Stubborn{ID: sim.EventID(r.IntN(w.Events)), Failures: 1 + r.IntN(6)})
 	}
+	drawRegions(r, &w, dur, coin)
 	if coin(0.4) {
 		drawCluster(r, &w, dur)
 		return w
 	}
 	w.Restarts.Random = r.IntN(5)
 	if coin(0.4) {
-		w.Restarts.CrashAfterPersistRate = rate(0.1)
-		w.Restarts.MaxCrashes = 1 + r.IntN(3)
+		w.Restarts.CrashAfterPersistRate = rate(0.2)
+		w.Restarts.MaxCrashes = 1 + r.IntN(4)
 	}
 	return w
 }
@@ -129,5 +130,54 @@ func drawCluster(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time
 	for range r.IntN(3) {
 		from := dur(0, w.FaultsEnd)
 		c.StoreOutages = append(c.StoreOutages, sim.Window{From: from, To: min(from+dur(100*time.Millisecond, 3*time.Second), w.FaultsEnd)})
+	}
+	if r.IntN(2) == 0 {
+		// Renewals with varied TTLs: a shorter one must not shorten the
+		// lease.
+		c.RenewTTLMin = dur(2*c.Poll+time.Millisecond, c.LeaseTTL)
+	}
+}
+
+// drawRegions reaches the corners of the policy that a plain draw meets
+// too rarely for the checker to guard them: Retry-After hints above
+// MaxRetryAfter and a zero cap (hints ignored); a MaxAge shorter than the
+// retry budget, so events expire while they still have attempts; events
+// with identical payloads; producers that offer an event again long after
+// its acknowledgement; queues that fill; and replies that arrive after
+// their attempt timed out (a client that waits longer than the machine).
+func drawRegions(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Duration, coin func(float64) bool) {
+	p := &w.Policy
+	switch x := r.IntN(10); {
+	case x < 2:
+		p.MaxRetryAfter = 0
+	case x < 5:
+		p.MaxRetryAfter = dur(100*time.Millisecond, 2*time.Second)
+	}
+	if coin(0.3) {
+		p.MaxAge = dur(5*time.Second, 40*time.Second)
+	}
+	if coin(0.3) {
+		w.Producer.SamePayload = true
+	}
+	if coin(0.3) {
+		w.Producer.SendTwice = true
+		w.Producer.TwiceDelay = dur(time.Second, 20*time.Second)
+	}
+	if coin(0.15) {
+		p.MaxQueued = 3 + r.IntN(8)
+	}
+	if coin(0.5) {
+		// Events the receiver rejects, met late: a rejection may find the
+		// event parked or dead.
+		for range 2 + r.IntN(3) {
+			w.Receiver.Stubborn = append(w.Receiver.Stubborn, sim.Stubborn{ID: sim.EventID(r.IntN(w.Events)), Failures: 1 + r.IntN(8)})
+		}
+		w.Receiver.Poison = append(w.Receiver.Poison, sim.EventID(r.IntN(w.Events)))
+	}
+	if coin(0.5) {
+		c := &w.Channel
+		c.ClientTimeout = max(c.ClientTimeout, p.AttemptTimeout+dur(100*time.Millisecond, 2*time.Second))
+		c.LateRate = max(c.LateRate, r.Float64()*0.25)
+		c.LateDelay = max(c.LateDelay, p.AttemptTimeout+dur(0, 5*time.Second))
 	}
 }

@@ -138,7 +138,11 @@ func (s *sim) poll(w *worker) {
 		s.wlogf(w, "lease %s token=%d until %s", ls[0].Stream, ls[0].Token, machine.FormatInstant(ls[0].Expires, Epoch))
 		s.observe(invariants.Entry{Kind: invariants.LeaseGranted, Worker: w.name, Token: w.lease.Token, Until: w.lease.Expires, Detail: w.owner()})
 	} else {
-		l, err := s.shared.Renew(bg, w.lease, c.LeaseTTL)
+		ttl := c.LeaseTTL
+		if c.RenewTTLMin > 0 {
+			ttl = between(s.rLease, c.RenewTTLMin, c.LeaseTTL)
+		}
+		l, err := s.shared.Renew(bg, w.lease, ttl)
 		switch {
 		case errors.Is(err, store.ErrStaleLease):
 			s.loseLease(w, "renew refused: the lease is stale")
@@ -156,7 +160,7 @@ func (s *sim) poll(w *worker) {
 			s.pendingFailed(w, err)
 			return
 		}
-		m, b, err := machine.Recover(s.w.Policy, w.clock(s.now), recs)
+		m, b, err := machine.Recover(s.machineConfig(), w.clock(s.now), plantedRecords(recs, w.clock(s.now)))
 		if err != nil {
 			panic(fmt.Sprintf("sim: seed %d: %s recover: %v", s.seed, w.name, err))
 		}
@@ -244,6 +248,7 @@ func (s *sim) dropMachine(w *worker) {
 // is checked against the lease, and nothing else happens if it fails.
 func (s *sim) executeShared(w *worker, b machine.Batch) {
 	if len(b.Persist) > 0 {
+		b.Persist = plantedPersist(b.Persist)
 		err := s.shared.Save(bg, w.lease, b.Persist)
 		switch {
 		case errors.Is(err, store.ErrStaleLease):

@@ -100,7 +100,7 @@ type sim struct {
 	newestToken uint64
 
 	// Streams, one per part of the world.
-	rProducer, rChannel, rRestart *rand.Rand
+	rProducer, rChannel, rRestart, rLease *rand.Rand
 
 	acked      map[string]bool
 	answered   map[attemptKey]bool // the sender already has an outcome
@@ -159,6 +159,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rProducer: stream(seed, "producer"),
 		rChannel:  stream(seed, "channel"),
 		rRestart:  stream(seed, "restart"),
+		rLease:    stream(seed, "lease"),
 		acked:     map[string]bool{},
 		answered:  map[attemptKey]bool{},
 		hash:      sha256.New(),
@@ -215,7 +216,7 @@ func (s *sim) simulate() error {
 	if s.cluster {
 		s.startCluster()
 	} else {
-		m, err := machine.New(w.Policy)
+		m, err := machine.New(s.machineConfig())
 		if err != nil {
 			return err
 		}
@@ -334,6 +335,7 @@ func (s *sim) execute(w *worker, b machine.Batch) {
 	if plant.On(plant.SendBeforePersist) {
 		s.sendAll(w, b.Sends)
 	}
+	b.Persist = plantedPersist(b.Persist)
 	s.store.Apply(b.Persist)
 	s.persisted(w, b.Persist)
 	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&
@@ -449,10 +451,17 @@ func (s *sim) offer(id string, copy int) {
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check.
 	payload := fmt.Appendf(nil, `{"event":%q,"copy":%d}`, id, copy)
-	if s.cluster {
+	if s.w.Producer.SamePayload {
+		payload = fmt.Appendf(nil, `{"copy":%d}`, copy)
+	}
+	switch w := s.workers[0]; {
+	case s.cluster:
 		s.enqueue(id, payload)
-	} else {
-		s.step(s.workers[0], machine.Accept{At: s.now, ID: id, Payload: payload})
+	case plant.On(plant.RefuseKnownWhenFull) && w.m.Queued() >= s.w.Policy.MaxQueued:
+		s.logf("out  refused: queue full (checked by the runtime)")
+		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "queue full"})
+	default:
+		s.step(w, machine.Accept{At: s.now, ID: id, Payload: payload})
 	}
 	// The producer keeps the event until it is acknowledged.
 	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
@@ -499,6 +508,9 @@ func (s *sim) send(w *worker, x machine.Send) {
 			// A reply to an earlier machine of this worker reaches the
 			// current one, which ignores it as stale.
 			s.observe(invariants.Entry{Kind: invariants.Replied, Worker: w.name, ID: x.ID, Attempt: x.Attempt, RetryAfter: retryAfter, Detail: outcome.String()})
+			if plant.On(plant.RetryAfterIgnored) {
+				retryAfter = 0
+			}
 			s.step(w, machine.Result{At: w.clock(s.now), ID: x.ID, Attempt: x.Attempt, Outcome: outcome, RetryAfter: retryAfter})
 		})
 	}
@@ -570,9 +582,14 @@ func (s *sim) probe(w *worker, p machine.Probe) {
 	delay := 2 * s.latency()
 	switch {
 	case s.inWindows(c.Outages):
-		healthy, delay = false, c.LatencyMin
+		healthy, delay = plant.On(plant.ProbeHealthyInOutage), c.LatencyMin
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		healthy = false
+	}
+	if healthy && s.inWindows(c.Outages) {
+		// The fake's own fault model: nothing reaches the receiver in an
+		// outage, so no probe can find it healthy.
+		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
 	gen := w.gen
 	s.later(w, s.now.Add(delay), func() {
@@ -599,7 +616,7 @@ func (s *sim) restart(w *worker, why string) {
 	w.tickAt = time.Time{}
 	s.logf("restart %d: %s", w.inc, why)
 	s.observe(invariants.Entry{Kind: invariants.Restarted, Detail: why})
-	m, b, err := machine.Recover(s.w.Policy, s.now, s.store.Records())
+	m, b, err := machine.Recover(s.machineConfig(), s.now, plantedRecords(s.store.Records(), s.now))
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: recover: %v", s.seed, err))
 	}

@@ -48,6 +48,9 @@ type Producer struct {
 	// TwiceDelay (zero: at the same instant), so the copies may race.
 	SendTwice  bool
 	TwiceDelay time.Duration
+	// SamePayload gives every event the same payload (each copy still
+	// differs), so that only IDs tell distinct events apart.
+	SamePayload bool
 }
 
 // Window is a span of virtual time, [From, To).
@@ -121,6 +124,10 @@ type Cluster struct {
 	// worker renews in time.
 	LeaseTTL time.Duration
 	Poll     time.Duration
+	// RenewTTLMin, if positive, makes each renewal ask for a TTL drawn in
+	// [RenewTTLMin, LeaseTTL] instead of LeaseTTL: a shorter renewal must
+	// not shorten the lease. It must exceed 2*Poll.
+	RenewTTLMin time.Duration
 	// Skews offset each worker's clock from the virtual clock (worker i
 	// gets Skews[i]; missing entries are 0). Lease expiry is the store's
 	// business and ignores them.
@@ -263,6 +270,7 @@ func (w World) Describe() string {
 	s := fmt.Sprintf("%s events=%d every~%v attempts=%d backoff=%v..%v jitter=%d%% timeout=%v breaker=%d probes=%v..%v max-age=%v",
 		order, w.Events, w.Interarrival, p.MaxAttempts, p.BaseBackoff, p.MaxBackoff, p.JitterPercent,
 		p.AttemptTimeout, p.BreakerThreshold, p.ProbeBaseInterval, p.ProbeMaxInterval, p.MaxAge)
+	s += fmt.Sprintf(" max-retry-after=%v", p.MaxRetryAfter)
 	if p.MaxQueued < w.Events {
 		s += fmt.Sprintf(" max-queued=%d", p.MaxQueued)
 	}
@@ -301,9 +309,16 @@ func (w World) Describe() string {
 	if w.Producer.SendTwice {
 		s += fmt.Sprintf(" twice<=%v", w.Producer.TwiceDelay)
 	}
+	if w.Producer.SamePayload {
+		s += " same-payload"
+	}
+
 	if c := w.Cluster; c.Workers > 0 {
 		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
 			c.Workers, c.LeaseTTL, c.Poll, c.Skews, c.Crashes, c.Pauses, c.StoreOutages)
+		if c.RenewTTLMin > 0 {
+			s += fmt.Sprintf(" renew-ttl>=%v", c.RenewTTLMin)
+		}
 	}
 	return s
 }
@@ -325,6 +340,8 @@ func (c Cluster) validate(faultsEnd time.Duration) error {
 		return bad("LeaseTTL", "is %v; must be positive", c.LeaseTTL)
 	case c.Poll <= 0 || 2*c.Poll >= c.LeaseTTL:
 		return bad("Poll", "is %v; must be positive and under LeaseTTL/2 (%v)", c.Poll, c.LeaseTTL/2)
+	case c.RenewTTLMin != 0 && (c.RenewTTLMin <= 2*c.Poll || c.RenewTTLMin > c.LeaseTTL):
+		return bad("RenewTTLMin", "is %v; must be 0 or within (2*Poll %v, LeaseTTL %v]", c.RenewTTLMin, 2*c.Poll, c.LeaseTTL)
 	case len(c.Skews) > c.Workers:
 		return bad("Skews", "has %d entries for %d workers", len(c.Skews), c.Workers)
 	}

@@ -1,0 +1,54 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/courierlab/courier/internal/plant"
+	"github.com/courierlab/courier/machine"
+)
+
+// The planted runtime bugs of the policy catalogue: a runtime that hands
+// the machine the wrong config, persists less than its batch, or loads
+// records wrongly. With no bug active each function returns its input.
+
+// machineConfig is the config the runtime hands the machine: the world's
+// policy, which the checker judges against.
+func (s *sim) machineConfig() machine.Config {
+	p := s.w.Policy
+	switch {
+	case plant.On(plant.BackoffTooShort):
+		p.BaseBackoff, p.MaxBackoff = max(p.BaseBackoff/4, 1), max(p.MaxBackoff/4, 1)
+	case plant.On(plant.BreakerNeverTrips):
+		p.BreakerThreshold = 1 << 30
+	case plant.On(plant.AgeOverrun):
+		p.MaxAge *= 2
+	}
+	return p
+}
+
+// plantedPersist is what the runtime writes of a batch's records.
+func plantedPersist(recs []machine.Record) []machine.Record {
+	if !plant.On(plant.ParkInMemory) {
+		return recs
+	}
+	return slices.DeleteFunc(slices.Clone(recs), func(r machine.Record) bool { return r.State == machine.Parked })
+}
+
+// plantedRecords is what the runtime's loader hands Recover.
+func plantedRecords(recs []machine.Record, now time.Time) []machine.Record {
+	forget, due := plant.On(plant.RecoveryForgetsOutage), plant.On(plant.RecoveryIgnoresNextAt)
+	if !forget && !due {
+		return recs
+	}
+	out := slices.Clone(recs)
+	for i := range out {
+		if forget && out[i].State == machine.Parked {
+			out[i].State = machine.Pending
+		}
+		if due && !out[i].State.Terminal() {
+			out[i].NextAt = now
+		}
+	}
+	return out
+}
