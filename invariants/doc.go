@@ -34,6 +34,34 @@
 //     for lease handovers and clock skew) after its acceptance, and within
 //     Run.LivenessBound of the faults healing.
 //
+// # The policy rules
+//
+// The machine's documented policy (machine/doc.go), judged from the log
+// with the policy's numbers (Run.Policy) and never the machine's code:
+//
+//   - retry-timing: the NextAt persisted with a failed attempt n lies
+//     between the least and greatest delay the policy allows after the
+//     failure (the jittered backoff, a Retry-After hint capped at
+//     MaxRetryAfter, no hint when the cap is 0), and the same owner never
+//     starts attempt n+1 before it.
+//   - breaker: after BreakerThreshold consecutive retryable failures, or
+//     one right after a half-open close, the next thing sent is a probe;
+//     no attempt while a probe is unanswered.
+//   - parking: once the circuit opens, every waiting record is persisted
+//     parked before the next send or probe.
+//   - recovery: a rebuild from a store with a parked record starts open,
+//     one with an attempt behind it does not start closed, and either
+//     probes first; no attempt n+1 before the NextAt persisted with
+//     attempt n, across restarts and owners.
+//   - age: no attempt starts at or after acceptance + MaxAge.
+//   - leases: tokens grow; a renewal keeps the token and never moves
+//     Expires earlier; every write is under the newest, unexpired lease.
+//   - producers: a re-offer of an acknowledged ID is acknowledged again
+//     with its sequence, even with the queue full, and changes nothing.
+//
+// The only slack is Run.Skew, the largest clock offset of a worker: a
+// worker judges time by its own clock, the log by the run's.
+//
 // # What the observer must guarantee
 //
 // Entries are in the order things happened; Persisted entries are written

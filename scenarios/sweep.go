@@ -54,35 +54,75 @@ func RunSwarmSeed(seed uint64, opt sim.Options) (res SeedResult, full sim.Result
 // Sweep runs the swarm seeds [from, from+n) on up to parallel goroutines
 // (0: one per CPU) and returns one result per seed, in seed order: the
 // results do not depend on parallel. progress, if not nil, is called after
-// each seed with the number done, never by two goroutines at once. This is the one place outside cmd/ that starts goroutines: it
-// fans independent, single-threaded runs out over cores and shares nothing
-// between them but the result slots.
+// each seed with the number done. It holds every result; a long hunt
+// should use SweepEach, which holds only a few.
 func Sweep(from uint64, n, parallel int, progress func(done int)) []SeedResult {
+	out := make([]SeedResult, 0, n)
+	SweepEach(from, n, parallel, func(r SeedResult) {
+		out = append(out, r)
+		if progress != nil {
+			progress(len(out))
+		}
+	})
+	return out
+}
+
+// SweepWindow is how many seeds SweepEach runs ahead of the one it hands
+// out next, for a given parallelism: the most results it holds at once.
+func SweepWindow(parallel int) int { return 4 * parallel }
+
+// SweepEach runs the swarm seeds [from, from+n) on up to parallel
+// goroutines (0: one per CPU) and hands each result to fn, in seed order,
+// on the calling goroutine: the results do not depend on parallel. It
+// holds at most SweepWindow(parallel) results at once, whatever n is, so
+// its memory does not grow with the number of seeds; it returns the most
+// it held. This is the one place outside cmd/ that starts goroutines: it
+// fans independent, single-threaded runs out over cores and shares
+// nothing between them but their results.
+func SweepEach(from uint64, n, parallel int, fn func(SeedResult)) (held int) {
 	if parallel <= 0 {
 		parallel = runtime.GOMAXPROCS(0)
 	}
-	out := make([]SeedResult, n)
-	next := make(chan int)
+	type slot struct {
+		i int
+		r SeedResult
+	}
+	window := SweepWindow(parallel)
+	jobs := make(chan int)
+	results := make(chan slot)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
 	for range min(parallel, max(n, 1)) {
 		wg.Go(func() {
-			for i := range next {
-				out[i], _ = RunSwarmSeed(from+uint64(i), sim.Options{})
-				if progress != nil {
-					mu.Lock()
-					done++
-					progress(done)
-					mu.Unlock()
-				}
+			for i := range jobs {
+				r, _ := RunSwarmSeed(from+uint64(i), sim.Options{})
+				results <- slot{i, r}
 			}
 		})
 	}
-	for i := range n {
-		next <- i
+	waiting := map[int]SeedResult{} // finished, not yet handed out
+	next, done := 0, 0              // next seed to start, next to hand out
+	receive := func(s slot) {
+		waiting[s.i] = s.r
+		held = max(held, next-done)
+		for r, ok := waiting[done]; ok; r, ok = waiting[done] {
+			delete(waiting, done)
+			done++
+			fn(r)
+		}
 	}
-	close(next)
+	for done < n {
+		if next < n && next-done < window {
+			select {
+			case jobs <- next:
+				next++
+			case s := <-results:
+				receive(s)
+			}
+			continue
+		}
+		receive(<-results)
+	}
+	close(jobs)
 	wg.Wait()
-	return out
+	return held
 }

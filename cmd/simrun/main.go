@@ -10,8 +10,13 @@
 //	3  liveness was violated (an event did not settle in time) and no safety invariant
 //	4  the scenario's own expectation failed, every invariant held
 //	5  the simulator or the machine crashed (a panic: a broken internal invariant)
+//	6  replay: the file's run no longer reproduces (its seed, world or trace hash differs)
+//	7  an output file (-html, -failures) could not be written; the runs' verdict still printed
 //
-// A sweep exits with the worst code of its seeds.
+// When several apply, the worst wins: crash, safety, liveness, replay
+// mismatch, output error, expectation. A sweep exits with the worst code of
+// its seeds. An output error never hides a verdict: its code is used only
+// when every invariant held.
 package main
 
 import (
@@ -38,6 +43,8 @@ const (
 	exitLiveness    = 3
 	exitExpectation = 4
 	exitCrash       = 5
+	exitMismatch    = 6
+	exitOutput      = 7
 )
 
 func main() {
@@ -54,7 +61,8 @@ const usage = `usage:
   simrun results                                print RESULTS.md (make results writes it)
 
 exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
-4 scenario expectation failed, 5 crash
+4 scenario expectation failed, 5 crash, 6 replay did not reproduce,
+7 an output file (-html, -failures) could not be written; the worst wins
 `
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
@@ -129,6 +137,11 @@ func runScenario(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stderr, "simrun run:", err)
 		return exitUsage
 	}
+	page, err := openOutput(*html)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun run:", err)
+		return exitOutput
+	}
 	replay := fmt.Sprintf("go run ./cmd/simrun run -scenario %s -seed %d -trace", sc.Name, seed)
 	defer func() {
 		if p := recover(); p != nil {
@@ -148,15 +161,12 @@ func runScenario(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stdout)
 	}
 	summarize(stdout, sc, r, fails)
-	if *html != "" {
-		if err := writeTimeline(*html, fmt.Sprintf("scenario %s, seed %d", sc.Name, seed), r); err != nil {
-			fmt.Fprintln(stderr, "simrun run:", err)
-			return exitCrash
-		}
-		fmt.Fprintf(stdout, "timeline: %s\n", *html)
+	code = verdict(r.Violations, fails)
+	if page != nil {
+		code = worse(code, writeTimeline(page, fmt.Sprintf("scenario %s, seed %d", sc.Name, seed), r, stdout, stderr))
 	}
 	fmt.Fprintf(stdout, "reproduce: %s\n", replay)
-	return verdict(r.Violations, fails)
+	return code
 }
 
 // ErrBadSeed is returned for a seed that is not a decimal uint64.

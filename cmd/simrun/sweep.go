@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,6 +58,10 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	if err := checkFailuresDir(*dir); err != nil {
+		fmt.Fprintln(stderr, "simrun sweep: -failures:", err)
+		return exitOutput
+	}
 	bug := plant.Active()
 	if bug != "" {
 		fmt.Fprintf(stdout, "PLANTED BUG ACTIVE: %s (a deliberately broken build; expect %s to catch it)\n", bug, plant.Expected[bug])
@@ -63,31 +70,37 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 
 	progress := progressPrinter(stderr, *seeds)
 	start := time.Now()
-	results := scenarios.Sweep(from, *seeds, *parallel, progress)
-	elapsed := time.Since(start)
-	if progress != nil {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
-
+	// Results stream through in seed order and are dropped once counted:
+	// the sweep keeps the totals and nothing per seed, so -seeds 10000000
+	// runs in the memory of SweepWindow results.
 	code := exitOK
-	var events, failed, violations int
-	for _, r := range results {
+	var events, failed, violations, done int
+	scenarios.SweepEach(from, *seeds, *parallel, func(r scenarios.SeedResult) {
+		done++
+		if progress != nil {
+			progress(done)
+		}
 		events += r.Stats.Accepted
 		if !r.Failed() {
-			continue
+			return
 		}
 		failed++
 		violations += len(r.Violations)
 		code = worse(code, verdict(r.Violations, nil))
 		if failed > printFailures {
-			continue
+			return
 		}
 		path, err := writeReplay(*dir, r, bug)
 		if err != nil {
-			fmt.Fprintln(stderr, "simrun sweep:", err)
-			return exitCrash
+			fmt.Fprintf(stderr, "simrun sweep: writing the replay file of seed %d: %v\n", r.Seed, err)
+			code = worse(code, exitOutput)
+			path = "(not written)"
 		}
 		reportFailure(stdout, r, path, bug)
+	})
+	elapsed := time.Since(start)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if failed > printFailures {
 		fmt.Fprintf(stdout, "... and %d more failing seeds (replay files written for the first %d)\n", failed-printFailures, printFailures)
@@ -153,6 +166,26 @@ type ReplayFile struct {
 	Violations []string  `json:"violations"`
 }
 
+// checkFailuresDir fails early for a -failures path that cannot be a
+// directory: an existing file, or a parent that does not exist. The
+// directory itself is made only when a seed fails.
+func checkFailuresDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("%s exists and is not a directory", dir)
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		return fmt.Errorf("cannot make %s: %s is not a directory", dir, parent)
+	}
+	return nil
+}
+
 func writeReplay(dir string, r scenarios.SeedResult, bug plant.Bug) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -186,19 +219,19 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "simrun replay: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	data, err := os.ReadFile(path)
+	f, err := readReplay(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "simrun replay:", err)
-		return exitUsage
-	}
-	var f ReplayFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		fmt.Fprintf(stderr, "simrun replay: %s is not a replay file: %v\n", path, err)
 		return exitUsage
 	}
 	if err := plant.Check(f.Bug); err != nil {
 		fmt.Fprintf(stderr, "simrun replay: %s: %v\n", path, err)
 		return exitUsage
+	}
+	page, err := openOutput(*html)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun replay:", err)
+		return exitOutput
 	}
 	restore, _ := plant.Set(f.Bug)
 	defer restore()
@@ -215,20 +248,59 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 	fmt.Fprintf(stdout, "swarm seed %d\nworld: %s\n", f.Seed, r.World.Describe())
 	printStats(stdout, r.Stats, r.Hash)
 	printViolations(stdout, r.Violations)
-	switch {
-	case r.Hash == f.Hash:
-		fmt.Fprintf(stdout, "replayed exactly: trace hash %s matches the file\n", r.Hash)
-	default:
-		fmt.Fprintf(stdout, "NOT the same run: trace hash %s, the file has %s (the code changed since it was written)\n", r.Hash, f.Hash)
-	}
-	if *html != "" {
-		if err := writeTimeline(*html, fmt.Sprintf("swarm seed %d", f.Seed), full); err != nil {
-			fmt.Fprintln(stderr, "simrun replay:", err)
-			return exitCrash
+	code = verdict(r.Violations, nil)
+	if diffs := replayDiffs(path, f, r); len(diffs) > 0 {
+		fmt.Fprintf(stdout, "NOT the same run: the code changed since %s was written\n", path)
+		for _, d := range diffs {
+			fmt.Fprintf(stdout, "  replay mismatch: %s\n", d)
 		}
-		fmt.Fprintf(stdout, "timeline: %s\n", *html)
+		code = worse(code, exitMismatch)
+	} else {
+		fmt.Fprintf(stdout, "replayed exactly: trace hash %s matches the file\n", r.Hash)
 	}
-	return verdict(r.Violations, nil)
+	if page != nil {
+		code = worse(code, writeTimeline(page, fmt.Sprintf("swarm seed %d", f.Seed), full, stdout, stderr))
+	}
+	return code
+}
+
+// readReplay reads and validates a replay file: a missing seed is an
+// error, never seed 0.
+func readReplay(path string) (ReplayFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ReplayFile{}, err
+	}
+	var raw struct {
+		ReplayFile
+		Seed *uint64 `json:"seed"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return ReplayFile{}, fmt.Errorf("%s is not a replay file: %w", path, err)
+	}
+	f := raw.ReplayFile
+	if raw.Seed == nil {
+		return ReplayFile{}, fmt.Errorf("%s has no seed: a replay file names the swarm seed it replays", path)
+	}
+	f.Seed = *raw.Seed
+	return f, nil
+}
+
+// replayDiffs lists what differs between the replay file and the run it
+// names: the seed its name gives (seed-N.json), the world, the trace hash.
+func replayDiffs(path string, f ReplayFile, r scenarios.SeedResult) []string {
+	var out []string
+	var named uint64
+	if _, err := fmt.Sscanf(filepath.Base(path), "seed-%d.json", &named); err == nil && named != f.Seed {
+		out = append(out, fmt.Sprintf("seed: the file is named for seed %d but holds seed %d", named, f.Seed))
+	}
+	if w := r.World.Describe(); f.World != "" && w != f.World {
+		out = append(out, fmt.Sprintf("world: the file has\n    %s\n  this build draws\n    %s", f.World, w))
+	}
+	if r.Hash != f.Hash {
+		out = append(out, fmt.Sprintf("hash: trace hash %s, the file has %s", r.Hash, f.Hash))
+	}
+	return out
 }
 
 func printStats(w io.Writer, s sim.Stats, hash string) {
@@ -256,11 +328,14 @@ func printViolations(w io.Writer, vs []invariants.Violation) {
 	}
 }
 
-// worse returns the more serious of two exit codes: a crash, then a
-// safety violation, then a liveness one.
+// severity orders the exit codes from the least serious: when several
+// apply, the worst wins. An output error or a replay mismatch never hides
+// a verdict of the runs themselves.
+var severity = []int{exitOK, exitExpectation, exitOutput, exitMismatch, exitLiveness, exitSafety, exitCrash}
+
+// worse returns the more serious of two exit codes.
 func worse(a, b int) int {
-	rank := map[int]int{exitOK: 0, exitLiveness: 1, exitSafety: 2, exitCrash: 3}
-	if rank[b] > rank[a] {
+	if slices.Index(severity, b) > slices.Index(severity, a) {
 		return b
 	}
 	return a

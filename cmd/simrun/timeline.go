@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"html"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -47,8 +48,30 @@ type segment struct {
 	attempts int
 }
 
-func writeTimeline(path, title string, r sim.Result) error {
-	return os.WriteFile(path, []byte(timelineHTML(title, r)), 0o644)
+// openOutput creates the output file path ("" for none) before any run,
+// so that a path that cannot be written fails at once, not after minutes
+// of runs.
+func openOutput(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return os.Create(path)
+}
+
+// writeTimeline writes the run's timeline to f and closes it. An error is
+// reported on stderr and returned as exitOutput; the verdict is the
+// caller's to print.
+func writeTimeline(f *os.File, title string, r sim.Result, stdout, stderr io.Writer) int {
+	_, err := f.WriteString(timelineHTML(title, r))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "simrun: writing the timeline: %v\n", err)
+		return exitOutput
+	}
+	fmt.Fprintf(stdout, "timeline: %s\n", f.Name())
+	return exitOK
 }
 
 func timelineHTML(title string, r sim.Result) string {
