@@ -67,7 +67,7 @@ func replayFileOf(t *testing.T, bin, name string, edit func(f map[string]any)) s
 
 // hashOf and worldOf read what a replay of seed prints, from a replay
 // file the test writes with a made-up hash.
-func hashOf(t *testing.T, bin string, seed int) string { return field(t, bin, seed, "trace:    hash ") }
+func hashOf(t *testing.T, bin string, seed int) string  { return field(t, bin, seed, "trace:    hash ") }
 func worldOf(t *testing.T, bin string, seed int) string { return field(t, bin, seed, "world: ") }
 
 func field(t *testing.T, bin string, seed int, prefix string) string {
