@@ -219,24 +219,29 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "simrun replay: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	f, err := readReplay(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "simrun replay:", err)
+		return exitUsage
+	}
+	f, err := parseReplay(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "simrun replay: %s is not a replay file: %v\n", path, err)
 		return exitUsage
 	}
 	if err := plant.Check(f.Bug); err != nil {
 		fmt.Fprintf(stderr, "simrun replay: %s: %v\n", path, err)
 		return exitUsage
 	}
-	page, err := openOutput(*html)
-	if err != nil {
-		fmt.Fprintln(stderr, "simrun replay:", err)
-		return exitOutput
-	}
 	restore, _ := plant.Set(f.Bug)
 	defer restore()
 	if f.Bug != "" {
 		fmt.Fprintf(stdout, "PLANTED BUG ACTIVE (from the replay file): %s\n", f.Bug)
+	}
+	page, err := openOutput(*html)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun replay:", err)
+		return exitOutput
 	}
 	r, full := scenarios.RunSwarmSeed(f.Seed, sim.Options{Trace: *trace})
 	if *trace {
@@ -264,23 +269,19 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 	return code
 }
 
-// readReplay reads and validates a replay file: a missing seed is an
+// parseReplay decodes and validates a replay file: a missing seed is an
 // error, never seed 0.
-func readReplay(path string) (ReplayFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ReplayFile{}, err
-	}
+func parseReplay(data []byte) (ReplayFile, error) {
 	var raw struct {
 		ReplayFile
 		Seed *uint64 `json:"seed"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return ReplayFile{}, fmt.Errorf("%s is not a replay file: %w", path, err)
+		return ReplayFile{}, err
 	}
 	f := raw.ReplayFile
 	if raw.Seed == nil {
-		return ReplayFile{}, fmt.Errorf("%s has no seed: a replay file names the swarm seed it replays", path)
+		return ReplayFile{}, errors.New("it has no seed (a replay file names the swarm seed it replays; a missing seed is not seed 0)")
 	}
 	f.Seed = *raw.Seed
 	return f, nil
