@@ -27,6 +27,16 @@ func (s *sim) machineConfig() machine.Config {
 	return p
 }
 
+// stepMachine feeds in to w's machine, as the runtime does. Under
+// RefuseKnownWhenFull the runtime checks the queue's capacity itself
+// before an Accept, and so refuses a re-offer of a known ID when full.
+func (s *sim) stepMachine(w *worker, in machine.Input) (machine.Batch, error) {
+	if _, ok := in.(machine.Accept); ok && plant.On(plant.RefuseKnownWhenFull) && w.m.Queued() >= s.w.Policy.MaxQueued {
+		return machine.Batch{}, machine.ErrQueueFull
+	}
+	return w.m.Step(in)
+}
+
 // plantedPersist is what the runtime writes of a batch's records.
 func plantedPersist(recs []machine.Record) []machine.Record {
 	if !plant.On(plant.ParkInMemory) {

@@ -299,7 +299,7 @@ func (s *sim) allRecords() []machine.Record {
 // the simulator or the machine, and stops the run loudly.
 func (s *sim) step(w *worker, in machine.Input) {
 	s.wlogf(w, "in   %s", in.Format(Epoch))
-	b, err := w.m.Step(in)
+	b, err := s.stepMachine(w, in)
 	if a, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
 		s.wlogf(w, "out  refused: queue full")
 		s.observe(invariants.Entry{Kind: invariants.Refused, Worker: w.name, ID: a.ID, Detail: "queue full"})
@@ -454,14 +454,10 @@ func (s *sim) offer(id string, copy int) {
 	if s.w.Producer.SamePayload {
 		payload = fmt.Appendf(nil, `{"copy":%d}`, copy)
 	}
-	switch w := s.workers[0]; {
-	case s.cluster:
+	if s.cluster {
 		s.enqueue(id, payload)
-	case plant.On(plant.RefuseKnownWhenFull) && w.m.Queued() >= s.w.Policy.MaxQueued:
-		s.logf("out  refused: queue full (checked by the runtime)")
-		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "queue full"})
-	default:
-		s.step(w, machine.Accept{At: s.now, ID: id, Payload: payload})
+	} else {
+		s.step(s.workers[0], machine.Accept{At: s.now, ID: id, Payload: payload})
 	}
 	// The producer keeps the event until it is acknowledged.
 	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
