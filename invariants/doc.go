@@ -42,8 +42,9 @@
 //   - retry-timing: the NextAt persisted with a failed attempt n lies
 //     between the least and greatest delay the policy allows after the
 //     failure (the jittered backoff, a Retry-After hint capped at
-//     MaxRetryAfter, no hint when the cap is 0), and the same owner never
-//     starts attempt n+1 before it.
+//     MaxRetryAfter, no hint when the cap is 0); the same owner never
+//     starts attempt n+1 before it, and a single sender starts it then
+//     when its circuit is closed and its window cannot be full.
 //   - breaker: after BreakerThreshold consecutive retryable failures, or
 //     one right after a half-open close, the next thing sent is a probe;
 //     no attempt while a probe is unanswered.

@@ -19,8 +19,10 @@ const (
 	// between the policy's least and greatest delay after that instant:
 	// the backoff min(BaseBackoff*2^(n-1), MaxBackoff) less at most
 	// JitterPercent of it, postponed by a Retry-After hint capped at
-	// MaxRetryAfter (ignored when MaxRetryAfter is 0); and the same owner
-	// never starts the next attempt before that NextAt. Slack: Run.Skew.
+	// MaxRetryAfter (ignored when MaxRetryAfter is 0); the same owner
+	// never starts the next attempt before that NextAt; and the single
+	// sender starts it at that NextAt when nothing holds it back (see
+	// due.go). Slack: Run.Skew.
 	RetryTiming = "retry-timing"
 	// Breaker: after BreakerThreshold consecutive retryable failures
 	// (timeouts included, of any events), and after one failure right
@@ -59,13 +61,16 @@ type policy struct {
 	fail    func(inv, id string, step int, format string, args ...any)
 	events  map[string]*policyEvent
 	workers map[string]*workerState
+	live    int     // events whose latest record is not terminal
+	due     dueHeap // retries of the single sender, by NextAt
 	leases
 	producers
 }
 
 type policyEvent struct {
 	first, rec machine.Record
-	writer     string // worker and incarnation that persisted rec
+	writer     string    // worker and incarnation that persisted rec
+	failedAt   time.Time // when its latest attempt was persisted as failed
 }
 
 type flight struct {
@@ -79,6 +84,7 @@ type workerState struct {
 	name      string
 	inc       int
 	circuit   machine.Circuit
+	circuitAt time.Time         // when the circuit last changed
 	flying    map[string]flight // attempts of this incarnation not yet landed
 	replies   map[string]Entry  // the latest reply per in-flight event
 	known     map[string]bool   // events its machine holds
@@ -109,6 +115,7 @@ func (w *workerState) writer() string { return fmt.Sprintf("%s#%d", w.name, w.in
 
 // entry judges one observation. It runs before the safety checker sees it.
 func (p *policy) entry(e Entry) {
+	p.retriesDue(e.At, e.Step)
 	switch e.Kind {
 	case Persisted:
 		p.persisted(e)
@@ -179,6 +186,12 @@ func (p *policy) persisted(e Entry) {
 		}
 		v.writer = w.writer()
 	}
+	if v.rec.ID != "" && !v.rec.State.Terminal() {
+		p.live--
+	}
+	if !r.State.Terminal() {
+		p.live++
+	}
 	v.rec = r
 }
 
@@ -224,6 +237,8 @@ func (p *policy) landed(e Entry, w *workerState, v *policyEvent) {
 	if replied && reply.At.Equal(e.At) && reply.Detail == machine.OutcomeFailed.String() {
 		hint = reply.RetryAfter // the reply this landing acted on
 	}
+	v.failedAt = e.At
+	p.expectRetry(e, w)
 	lo, hi := retryBounds(pol, r.Attempts, hint)
 	if d := r.NextAt.Sub(e.At); d < lo-p.run.Skew || d > hi+p.run.Skew {
 		p.fail(RetryTiming, r.ID, e.Step, "attempt %d failed and the next is due %v later; the policy allows %v to %v (Retry-After %v)", r.Attempts, d, lo, hi, hint)
@@ -305,7 +320,7 @@ func nameOf(worker string) string {
 func (p *policy) circuit(e Entry) {
 	w := p.worker(e.Worker)
 	from := w.circuit
-	w.circuit = e.Circuit
+	w.circuit, w.circuitAt = e.Circuit, e.At
 	if w.recovered {
 		w.recovered = false
 		p.recoveredCircuit(e, w)

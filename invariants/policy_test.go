@@ -117,19 +117,21 @@ func (b *tlog) restart() int {
 // backoffs are delays within the bounds after failed attempts 1, 2, 3.
 var backoffs = []time.Duration{900 * time.Millisecond, 1800 * time.Millisecond, 3600 * time.Millisecond}
 
-// trip is three failures of e1 at 0.1s, 2.1s and 4.1s, the third tripping
-// the breaker.
-func (b *tlog) trip() {
+// fails is three failures of e1 at 0.1s, 1.1s and 3s, each retried at its
+// NextAt; with trip the third trips the breaker.
+func (b *tlog) fails(trip bool) {
 	b.accept("e1")
 	for i := range 3 {
-		b.at(time.Duration(2*i) * time.Second).start("e1")
-		b.at(time.Duration(2*i)*time.Second + 100*time.Millisecond)
-		if i == 2 {
+		b.at(b.recs["e1"].NextAt.Sub(epoch)).start("e1")
+		b.at(b.now + 100*time.Millisecond)
+		if trip && i == 2 {
 			b.circuit(machine.Checking)
 		}
 		b.fail("e1", machine.Retry, backoffs[i], 0)
 	}
 }
+
+func (b *tlog) trip() { b.fails(true) }
 
 func TestPolicyRules(t *testing.T) {
 	const s = time.Second
@@ -232,6 +234,46 @@ func TestPolicyRules(t *testing.T) {
 			},
 		},
 		{
+			name:   "retry late",
+			reason: "due at 1s with the circuit closed and the window free, it went out at 1.5s",
+			build: func(b *tlog) []found {
+				b.accept("e1")
+				b.start("e1")
+				b.at(ms(100)).fail("e1", machine.Retry, ms(900), 0)
+				return []found{{invariants.RetryTiming, "e1", b.at(ms(1500)).start("e1")}}
+			},
+		},
+		{
+			name:   "retry held by the window",
+			reason: "due at 1s while the window (1) is taken by e2: it waits, and that is no fault",
+			policy: func(p *machine.Config) { p.Window = 1 },
+			build: func(b *tlog) []found {
+				b.accept("e1")
+				b.start("e1")
+				b.at(ms(100)).fail("e1", machine.Retry, ms(900), 0)
+				b.accept("e2")
+				b.at(ms(200)).start("e2")
+				b.at(ms(1500)).deliver("e2")
+				b.start("e1")
+				return nil
+			},
+		},
+		{
+			name:   "retry held by the circuit",
+			reason: "due at 1s while the breaker checks the channel: it waits for the probe",
+			build: func(b *tlog) []found {
+				b.accept("e1")
+				b.start("e1")
+				b.at(ms(100)).fail("e1", machine.Retry, ms(900), 0)
+				b.at(ms(500)).circuit(machine.Checking)
+				b.probe()
+				b.at(ms(1400)).probeReply("healthy")
+				b.circuit(machine.Closed)
+				b.start("e1")
+				return nil
+			},
+		},
+		{
 			name:   "sent before its NextAt",
 			reason: "the same owner starts attempt 2 before the NextAt it persisted",
 			build: func(b *tlog) []found {
@@ -249,7 +291,7 @@ func TestPolicyRules(t *testing.T) {
 				b.probe()
 				b.at(5 * s).probeReply("healthy")
 				b.circuit(machine.Closed)
-				b.at(9 * s).start("e1")
+				b.at(ms(6600)).start("e1")
 				return nil
 			},
 		},
@@ -257,11 +299,7 @@ func TestPolicyRules(t *testing.T) {
 			name:   "breaker never trips",
 			reason: "after three consecutive failures an attempt goes out instead of a probe",
 			build: func(b *tlog) []found {
-				b.accept("e1")
-				for i := range 3 {
-					b.at(time.Duration(2*i) * time.Second).start("e1")
-					b.at(time.Duration(2*i)*time.Second+100*time.Millisecond).fail("e1", machine.Retry, backoffs[i], 0)
-				}
+				b.fails(false)
 				b.at(5 * s).accept("e2")
 				return []found{{invariants.Breaker, "e2", b.start("e2") + 1}}
 			},
@@ -287,12 +325,12 @@ func TestPolicyRules(t *testing.T) {
 		},
 		{
 			name:   "attempt while the probe is out",
-			reason: "the circuit says closed, but the probe sent at 4.1s has no answer yet",
+			reason: "the circuit says closed, but the probe sent at 3s has no answer yet",
 			build: func(b *tlog) []found {
 				b.trip()
 				b.probe()
 				b.circuit(machine.Closed)
-				b.at(5 * s).accept("e2")
+				b.at(4 * s).accept("e2")
 				return []found{{invariants.Breaker, "e2", b.start("e2") + 1}}
 			},
 		},
@@ -354,8 +392,8 @@ func TestPolicyRules(t *testing.T) {
 				b.at(s).start("e1")
 				b.at(ms(1100)).fail("e1", machine.Retry, backoffs[1], 0)
 				b.at(2 * s).start("e2")
-				b.at(3 * s).start("e1")
-				b.at(ms(3100)).circuit(machine.Checking)
+				b.at(ms(2900)).start("e1")
+				b.at(ms(3000)).circuit(machine.Checking)
 				b.fail("e1", machine.Retry, backoffs[2], 0)
 				b.probe()
 				b.at(ms(3500)).probeReply("unhealthy")

@@ -37,6 +37,15 @@ func (s *sim) stepMachine(w *worker, in machine.Input) (machine.Batch, error) {
 	return w.m.Step(in)
 }
 
+// plantedTimer is when the runtime's timer for a wake-up at fires: at
+// once, or under LateTimer on the next whole second after it.
+func plantedTimer(at time.Time) time.Time {
+	if plant.On(plant.LateTimer) {
+		return at.Truncate(time.Second).Add(time.Second)
+	}
+	return at
+}
+
 // plantedPersist is what the runtime writes of a batch's records.
 func plantedPersist(recs []machine.Record) []machine.Record {
 	if !plant.On(plant.ParkInMemory) {

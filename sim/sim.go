@@ -383,7 +383,7 @@ func (s *sim) act(w *worker, b machine.Batch) {
 		w.tickAt = b.WakeAt
 		// A batch acted on late (after a pause) may ask for a wake that
 		// has already passed: tick at once.
-		at := s.fromClock(w, b.WakeAt)
+		at := plantedTimer(s.fromClock(w, b.WakeAt))
 		if at.Before(s.now) {
 			at = s.now
 		}

@@ -12,6 +12,9 @@ const (
 	// BackoffTooShort: the runtime hands the machine a backoff four times
 	// shorter than the stream's policy (sim driver).
 	BackoffTooShort Bug = "backoff-too-short"
+	// LateTimer: the runtime's timer fires on the whole second after the
+	// machine's WakeAt, so every retry goes out late (sim driver).
+	LateTimer Bug = "late-timer"
 	// BreakerNeverTrips: the runtime hands the machine a breaker threshold
 	// no streak reaches (sim driver).
 	BreakerNeverTrips Bug = "breaker-never-trips"
@@ -46,6 +49,7 @@ func init() {
 	for bug, rule := range map[Bug]string{
 		RetryAfterIgnored:     "retry-timing",
 		BackoffTooShort:       "retry-timing",
+		LateTimer:             "retry-timing",
 		BreakerNeverTrips:     "breaker",
 		ParkInMemory:          "parking",
 		RecoveryForgetsOutage: "recovery",

@@ -1,0 +1,73 @@
+package invariants
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+)
+
+// The late half of retry-timing: a retry is not only scheduled within the
+// policy's greatest delay (judged on the NextAt persisted with the
+// failure), it also goes out at that NextAt when nothing holds it back.
+// Judged for the single sender only (Entry.Worker ""), whose clock is the
+// log's and whose timers fire on time; a worker of a cluster may stall or
+// lose its lease, which no log entry excuses in advance.
+//
+// Nothing holds a retry back when, at its NextAt, the same machine still
+// runs, its circuit has been closed since before that instant, and the
+// window cannot be full: every non-terminal event fits in it at once (in
+// strict order, the retry is the only non-terminal event). The check runs
+// once the log has moved past NextAt, so that everything that happened at
+// that instant counts.
+
+type dueRetry struct {
+	at      time.Time
+	id      string
+	attempt int // the attempt that failed; the retry is attempt+1
+	inc     int
+	step    int // where the failure was persisted
+}
+
+type dueHeap []dueRetry
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	return h[i].at.Before(h[j].at) || h[i].at.Equal(h[j].at) && h[i].step < h[j].step
+}
+func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)   { *h = append(*h, x.(dueRetry)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// expectRetry notes a failure persisted in retry by the single sender.
+func (p *policy) expectRetry(e Entry, w *workerState) {
+	if e.Worker != "" || e.Record.State != machine.Retry {
+		return
+	}
+	heap.Push(&p.due, dueRetry{at: e.Record.NextAt, id: e.Record.ID, attempt: e.Record.Attempts, inc: w.inc, step: e.Step})
+}
+
+// retriesDue judges every retry due before now, as the log reaches now.
+func (p *policy) retriesDue(now time.Time, step int) {
+	for len(p.due) > 0 && p.due[0].at.Before(now) {
+		d := heap.Pop(&p.due).(dueRetry)
+		v, w := p.events[d.id], p.worker("")
+		switch {
+		case v.rec.State != machine.Retry || v.rec.Attempts != d.attempt || !v.rec.NextAt.Equal(d.at):
+			continue // it went out, died, or was parked
+		case w.inc != d.inc || w.circuit != machine.Closed || !w.circuitAt.Before(d.at):
+			continue // another machine, or the circuit held it
+		case p.run.Policy.Ordering == machine.Strict && p.live > 1:
+			continue // an earlier event may hold the stream
+		case p.live > max(p.run.Policy.Window, 1):
+			continue // the window may be full
+		}
+		p.fail(RetryTiming, d.id, step, "attempt %d was due at its NextAt %v after its failure (step %d), with the circuit closed and room in the window, and had not gone out by %v",
+			d.attempt+1, d.at.Sub(p.events[d.id].failedAt), d.step, now.Sub(d.at))
+	}
+}
