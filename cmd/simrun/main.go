@@ -5,7 +5,7 @@
 // Exit codes:
 //
 //	0  every invariant and expectation held
-//	1  a safety invariant was violated (lost, applied twice, order, sends, dead letters kept, monotonic)
+//	1  a safety invariant was violated (lost, applied twice, order, sends, dead letters kept, dead letters deserved, monotonic)
 //	2  usage error: unknown command, scenario or flag, bad seed, unreadable replay file
 //	3  liveness was violated (an event did not settle in time) and no safety invariant
 //	4  the scenario's own expectation failed, every invariant held
