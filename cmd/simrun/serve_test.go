@@ -28,6 +28,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/scenarios"
+	"github.com/courierlab/courier/sim"
 )
 
 func TestServeHandler(t *testing.T) {
@@ -201,7 +203,26 @@ func TestBrowserRunsOutageWithTheCLIHash(t *testing.T) {
 	if err := os.WriteFile(path, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the page shows hash %s, as the CLI does; screenshot: %s", wantHash, path)
+	t.Logf("outage seed 1: CLI hash %s; screenshot of the page: %s", wantHash, path)
+
+	// A swarm seed too: the page draws the same world as a sweep does.
+	const swarmSeed = 3
+	native, _ := scenarios.RunSwarmSeed(swarmSeed, sim.Options{})
+	err = chromedp.Do(tab,
+		chromedp.Click(chromedp.CSS(`label:has(input[value=swarm])`)),
+		chromedp.SetValue(chromedp.ID("seed"), fmt.Sprint(swarmSeed)),
+		chromedp.Click(chromedp.ID("run")),
+	)
+	if err != nil {
+		t.Fatal("running a swarm seed in the page:", err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[bool](fmt.Sprintf(
+		`document.querySelector("#result").dataset.state === "done" && document.querySelector("#title").textContent === "swarm seed %d"`, swarmSeed))); err != nil {
+		t.Fatal("waiting for the swarm run:", err)
+	}
+	if hash := got("#hash"); hash != native.Hash {
+		t.Errorf("the page shows trace hash %q for swarm seed %d; scenarios.RunSwarmSeed gives %q", hash, swarmSeed, native.Hash)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(thrown) > 0 {

@@ -23,7 +23,7 @@ async function load() {
     $("scenario").append(el("option", { value: s.name, "data-why": s.why }, s.name));
   }
   $("build").textContent = "simulator: " + courier.build;
-  fromHash();
+  const linked = fromHash();
   $("scenario").disabled = false;
   $("run").disabled = false;
   $("run").textContent = "run";
@@ -31,7 +31,7 @@ async function load() {
   for (const r of document.querySelectorAll("input[name=kind]")) r.addEventListener("change", showKind);
   $("controls").addEventListener("submit", (ev) => { ev.preventDefault(); run(); });
   showKind();
-  if (location.hash) run();
+  if (linked) run();
 }
 
 function kind() { return document.querySelector("input[name=kind]:checked").value; }
@@ -48,15 +48,24 @@ function showWhy() {
     : "Each swarm seed draws its own world: policy, ordering, workload and fault mix, as simrun sweep does.";
 }
 
+// fromHash sets the controls from the link and reports whether it names a
+// run the page can start.
 function fromHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   if (p.has("swarm")) {
     document.querySelector("input[value=swarm]").checked = true;
     $("seed").value = p.get("swarm");
-  } else if (p.has("scenario")) {
-    $("scenario").value = p.get("scenario");
-    if (p.has("seed")) $("seed").value = p.get("seed");
+    return true;
   }
+  if (!p.has("scenario")) return false;
+  const name = p.get("scenario");
+  if (![...$("scenario").options].some((o) => o.value === name)) {
+    show({ error: `the link names scenario "${name}", which this simulator does not have; pick one above` });
+    return false;
+  }
+  $("scenario").value = name;
+  if (p.has("seed")) $("seed").value = p.get("seed");
+  return true;
 }
 
 function run() {
@@ -86,7 +95,10 @@ function show(rep) {
   $("verdict").className = rep.exit === 0 ? "ok" : "bad";
   $("hash").textContent = rep.hash;
   $("command").textContent = rep.command;
-  $("world").textContent = (rep.why ? rep.why + " Faults: " + rep.faults + ". " : "") + "World: " + rep.world;
+  const world = [];
+  if (rep.faults) world.push(el("dt", {}, "faults"), el("dd", {}, rep.faults));
+  world.push(el("dt", {}, "world"), el("dd", {}, rep.world));
+  $("world").replaceChildren(...world);
 
   const rows = rep.invariants.slice();
   if (rep.expectation) rows.push({ ...rep.expectation, expectation: true });
@@ -102,8 +114,11 @@ function show(rep) {
     return li;
   }));
 
-  $("stats").replaceChildren(...rep.stats.map((s) =>
-    el("div", s.bad ? { class: "bad" } : {}, el("dt", {}, s.label), el("dd", {}, s.value))));
+  $("stats").replaceChildren(...rep.stats.map((s) => {
+    const dd = el("dd", {}, s.value);
+    if (s.note) dd.append(el("small", {}, s.note));
+    return el("div", s.bad ? { class: "bad" } : {}, el("dt", {}, s.label), dd);
+  }));
 
   $("legend").innerHTML = rep.legend; // XHTML from package timeline, every text escaped
   $("timeline").innerHTML = rep.svg;

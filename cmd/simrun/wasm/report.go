@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/courierlab/courier/internal/timeline"
 	"github.com/courierlab/courier/invariants"
@@ -36,7 +37,8 @@ type report struct {
 type stat struct {
 	Label string `json:"label"`
 	Value string `json:"value"`
-	Bad   bool   `json:"bad,omitempty"` // a figure that must be zero, and is not
+	Note  string `json:"note,omitempty"` // a smaller second figure
+	Bad   bool   `json:"bad,omitempty"`  // a figure that must be zero, and is not
 }
 
 type verdictRow struct {
@@ -101,12 +103,12 @@ func (rep *report) fill(r sim.Result, fails []string) {
 		{Label: "lost", Value: fmt.Sprint(s.Lost), Bad: s.Lost > 0},
 		{Label: "applied twice", Value: fmt.Sprint(s.AppliedTwice), Bad: s.AppliedTwice > 0},
 		{Label: "duplicates discarded", Value: fmt.Sprint(s.Duplicates)},
-		{Label: "sends", Value: fmt.Sprintf("%d (max %d for one)", s.Sends, s.MaxSends)},
+		{Label: "sends", Value: fmt.Sprint(s.Sends), Note: fmt.Sprintf("at most %d for one event", s.MaxSends)},
 		{Label: "probes", Value: fmt.Sprint(s.Probes)},
 		{Label: "circuit openings", Value: fmt.Sprint(s.CircuitOpenings)},
-		{Label: "restarts", Value: fmt.Sprintf("%d (%d mid-batch)", s.Restarts, s.Crashes)},
-		{Label: "drained in", Value: s.Drain.String()},
-		{Label: "stopped at", Value: s.End.String()},
+		{Label: "restarts", Value: fmt.Sprint(s.Restarts), Note: fmt.Sprintf("%d mid-batch", s.Crashes)},
+		{Label: "drained in", Value: s.Drain.Round(time.Millisecond).String(), Note: "virtual time"},
+		{Label: "stopped at", Value: s.End.Round(time.Millisecond).String(), Note: "virtual time"},
 	}
 	if s.LeaseGrants > 0 {
 		rep.Stats = append(rep.Stats,
