@@ -46,6 +46,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "simrun serve: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
+	// Listen first: a busy or bad address fails before the build.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun serve: -addr:", err)
+		return exitUsage
+	}
+	defer ln.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -56,6 +63,9 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "building the simulator for the browser (GOOS=js GOARCH=wasm) ...")
 	page, err := buildPage(ctx, filepath.Join(cache, "courier", "simrun-serve"))
+	if ctx.Err() != nil {
+		return exitOK // interrupted while building
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "simrun serve:", err)
 		return exitCrash
@@ -65,11 +75,6 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "note: simrun itself was built with %s\n", runtime.Version())
 	}
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintln(stderr, "simrun serve: -addr:", err)
-		return exitUsage
-	}
 	srv := &http.Server{Handler: page.handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "serving http://%s/ (Ctrl-C stops)\n", ln.Addr())
 	done := make(chan error, 1)

@@ -8,11 +8,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -85,6 +85,35 @@ func TestServeHandler(t *testing.T) {
 		if got := resp.Header.Get("Cache-Control"); got != "no-cache" {
 			t.Errorf("%s %s: Cache-Control %q, want no-cache", tt.method, tt.path, got)
 		}
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"extra argument", []string{"serve", "now"}, `unexpected arguments ["now"]`},
+		{"unknown flag", []string{"serve", "-port", "80"}, "flag provided but not defined: -port"},
+		{"bad address", []string{"serve", "-addr", "nowhere"}, "-addr: listen tcp: address nowhere: missing port in address"},
+		{"busy port", []string{"serve", "-addr", busy.Addr().String()}, "address already in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != exitUsage {
+				t.Errorf("exit %d, want %d (usage)", code, exitUsage)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tt.wantStderr)
+			}
+		})
 	}
 }
 
@@ -239,27 +268,26 @@ func startServe(t *testing.T, ctx context.Context, simrun, root, dir string) str
 	cmd := exec.CommandContext(ctx, simrun, "serve", "-addr", "127.0.0.1:0")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "GOCACHE="+gocache)
+	serving := make(chan string, 1)
+	cmd.Stdout = &testWriter{t: t, prefix: "serve: ", serving: serving}
 	cmd.Stderr = &testWriter{t: t, prefix: "serve stderr: "}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		<-exited
 	})
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		t.Log("serve: " + lines.Text())
-		if url, ok := strings.CutPrefix(lines.Text(), "serving "); ok {
-			go io.Copy(io.Discard, out)
-			return strings.Fields(url)[0]
-		}
+	select {
+	case url := <-serving:
+		return url
+	case err := <-exited:
+		t.Fatalf("simrun serve exited before it served: %v", err)
+	case <-ctx.Done():
+		t.Fatal("simrun serve did not start serving in time")
 	}
-	t.Fatalf("simrun serve stopped before it served: %v", lines.Err())
 	return ""
 }
 
@@ -273,12 +301,27 @@ func goCommand(t *testing.T, ctx context.Context, dir string, args ...string) st
 	return string(out)
 }
 
+// testWriter logs a process's output line by line, and sends the URL of
+// a "serving URL ..." line on serving, if set.
 type testWriter struct {
-	t      *testing.T
-	prefix string
+	t       *testing.T
+	prefix  string
+	serving chan<- string
+	partial string
 }
 
 func (w *testWriter) Write(p []byte) (int, error) {
-	w.t.Log(w.prefix + strings.TrimSpace(string(p)))
-	return len(p), nil
+	w.partial += string(p)
+	for {
+		line, rest, ok := strings.Cut(w.partial, "\n")
+		if !ok {
+			return len(p), nil
+		}
+		w.partial = rest
+		w.t.Log(w.prefix + line)
+		if url, ok := strings.CutPrefix(line, "serving "); ok && w.serving != nil {
+			w.serving <- strings.Fields(url)[0]
+			w.serving = nil
+		}
+	}
 }
