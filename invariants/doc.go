@@ -28,6 +28,11 @@
 //     fenced-off owner (one whose lease token a newer lease superseded);
 //     only probes while that worker's circuit is checking or open.
 //   - dead-kept: a dead event stays dead, with its reason, in the store.
+//   - dead-deserved: a dead letter's reason is true of its history:
+//     exhausted only after MaxAttempts sends, expired only once MaxAge
+//     has passed (or the next attempt would come after it), rejected only
+//     after the receiver refused it or when its payload is over
+//     MaxPayloadBytes (an adopted record that can never be sent).
 //   - monotonic: terminal states never change; attempt counts never fall;
 //     no owner writes against a record's history (the store refused it).
 //   - liveness: every event settles by MaxAge+AttemptTimeout (+Run.Slack

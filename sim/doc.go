@@ -6,10 +6,12 @@
 // One root seed decides every random choice. Each part of the world (the
 // producer, the channel, the restarts) draws from its own math/rand/v2
 // PCG stream derived from the seed and the part's name, so a change to one
-// fake's draws does not shift another's; the machine's jitter seed is the
-// same root seed. There are no goroutines, no wall clock and no I/O: the
-// same World and seed give the same trace, byte for byte, on any platform
-// (the golden hashes in testdata/golden pin it).
+// fake's draws does not shift another's. The machine's jitter seed is
+// whatever the World's Policy says (machine.Config.Seed); the scenarios'
+// policies set it to the run's root seed (scenarios.Policy), so there too
+// one seed decides everything. There are no goroutines, no wall clock and
+// no I/O: the same World and seed give the same trace, byte for byte, on
+// any platform (the golden hashes in testdata/golden pin it).
 //
 // # The fakes
 //

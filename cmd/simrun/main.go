@@ -1,11 +1,11 @@
 // Command simrun runs courier's deterministic simulation: it lists the
-// scenarios, runs one under a seed and replays it exactly, and writes the
-// RESULTS.md table.
+// scenarios, runs one under a seed and replays it exactly, writes the
+// RESULTS.md table, and serves a page that runs the simulator in a browser.
 //
 // Exit codes:
 //
 //	0  every invariant and expectation held
-//	1  a safety invariant was violated (lost, applied twice, order, sends, dead letters kept, monotonic)
+//	1  a safety invariant was violated (lost, applied twice, order, sends, dead letters kept, dead letters deserved, monotonic)
 //	2  usage error: unknown command, scenario or flag, bad seed, unreadable replay file
 //	3  liveness was violated (an event did not settle in time) and no safety invariant
 //	4  the scenario's own expectation failed, every invariant held
@@ -59,6 +59,7 @@ const usage = `usage:
                                                 run N swarm seeds, each drawing its own world
   simrun replay FILE [-trace] [-html FILE]      replay a failing sweep seed exactly
   simrun results                                print RESULTS.md (make results writes it)
+  simrun serve [-addr 127.0.0.1:8080]           the simulator in a browser page (WebAssembly)
 
 exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
 4 scenario expectation failed, 5 crash, 6 replay did not reproduce,
@@ -100,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			return exitCrash
 		}
 		return exitOK
+	case "serve":
+		return serveCommand(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
