@@ -168,6 +168,7 @@ func (s *Service) Run(ctx context.Context) error {
 	sendCtx, cancelSends := context.WithCancel(base)
 	defer cancelSends()
 	l := &loop{s: s, base: base, sendCtx: sendCtx}
+	l.advance(time.Now())
 	l.run(ctx.Done(), false)
 
 	// Shutdown: no claim, no new attempt; wait for those out.

@@ -216,11 +216,16 @@ func (w *Worker) Notify(stream string) {
 
 // Next returns the instant at which Advance has work: the earliest
 // renewal, lease end, rebuild, adoption poll, machine WakeAt, idle release
-// or claim poll. A machine whose WakeAt is zero adds nothing. It may be
-// in the past: call Advance at once.
+// or claim poll. A machine whose WakeAt is zero adds nothing. Work that
+// is due already gives the latest clock reading the worker has seen;
+// call Advance once to start a new worker. Next is zero only when nothing
+// is timed: a draining worker that owns no stream.
 func (w *Worker) Next() time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
+		if t.Before(w.now) {
+			t = w.now // due already (a zero instant means at once)
+		}
 		if next.IsZero() || t.Before(next) {
 			next = t
 		}
