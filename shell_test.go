@@ -61,7 +61,7 @@ const (
 // faultTally sums what the faults did over every seed, so that a suite
 // whose faults never struck fails.
 type faultTally struct {
-	mu                                                     sync.Mutex
+	mu                                                           sync.Mutex
 	stolen, lostSaves, lostReplies, discarded, openings, dead, n int
 }
 
