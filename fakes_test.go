@@ -142,7 +142,7 @@ func newFaultStore(rec *recorder, f *faults) *faultStore {
 	return s
 }
 
-func (s *faultStore) Enqueue(ctx context.Context, stream, id string, payload []byte) (machine.Record, bool, error) {
+func (s *faultStore) Enqueue(ctx context.Context, stream, id string, payload []byte) (store.Record, bool, error) {
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
 	r, created, err := s.Store.Enqueue(ctx, stream, id, payload)
@@ -150,7 +150,7 @@ func (s *faultStore) Enqueue(ctx context.Context, stream, id string, payload []b
 		return r, created, err
 	}
 	if created {
-		s.rec.addLocked(stream, invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r})
+		s.rec.addLocked(stream, invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r.Machine()})
 	}
 	// The producer is acknowledged once Enqueue returns nil.
 	s.rec.addLocked(stream, invariants.Entry{Kind: invariants.Acked, ID: r.ID, Seq: r.Seq})
@@ -184,10 +184,10 @@ func (s *faultStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 	return nl, err
 }
 
-func (s *faultStore) Save(ctx context.Context, l store.Lease, recs []machine.Record) error {
+func (s *faultStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	err := s.Store.Save(ctx, l, recs)
+	err := s.Store.Save(ctx, l, ups)
 	switch {
 	case errors.Is(err, store.ErrInvalidWrite):
 		s.rec.addLocked(l.Stream, invariants.Entry{Kind: invariants.WriteRejected, Worker: l.Owner, Token: l.Token, Detail: err.Error()})
@@ -195,14 +195,19 @@ func (s *faultStore) Save(ctx context.Context, l store.Lease, recs []machine.Rec
 	case err != nil:
 		return err
 	}
-	for _, r := range recs {
-		s.rec.addLocked(l.Stream, invariants.Entry{Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: r.ID, Seq: r.Seq, Record: r})
+	for _, u := range ups {
+		r, err := s.Store.Get(ctx, u.ID)
+		if err != nil {
+			panic(fmt.Sprintf("a record just saved cannot be read: %v", err))
+		}
+		m := r.Machine()
+		s.rec.addLocked(l.Stream, invariants.Entry{Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: m.ID, Seq: m.Seq, Record: m})
 	}
 	if s.f.chance(s.f.lostSave) {
 		s.f.mu.Lock()
 		s.f.lostSaves++
 		s.f.mu.Unlock()
-		return fmt.Errorf("%w: the reply to a committed save was lost", store.ErrUnavailable)
+		return fmt.Errorf("%w: the reply to a committed save was lost", store.ErrUnknown)
 	}
 	return nil
 }

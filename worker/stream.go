@@ -102,11 +102,20 @@ func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
 }
 
 // pending reads the stream's non-terminal records with Seq above after,
-// page by page.
+// page by page (PageSize records per store call).
 func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machine.Record, error) {
-	// TODO(store contract): page with the store's limit once it has one;
-	// today's Pending returns everything at once.
-	return w.cfg.Store.Pending(ctx, st.lease, after)
+	var all []machine.Record
+	for {
+		page, err := w.cfg.Store.Pending(ctx, st.lease, after, w.cfg.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < w.cfg.PageSize {
+			return all, nil
+		}
+		after = page[len(page)-1].Seq
+	}
 }
 
 // readFailed handles an error from a read through the lease. It reports
@@ -173,9 +182,21 @@ func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
 	return true
 }
 
+// answer is the channel's outcome of one attempt, kept with the record the
+// batch that answers it persists.
+type answer struct {
+	id      string
+	outcome store.Outcome
+}
+
 // step feeds one input to the stream's machine and carries out the batch.
 // It reports whether the machine is still there.
 func (w *Worker) step(ctx context.Context, st *stream, now time.Time, in machine.Input) bool {
+	return w.stepAnswer(ctx, st, now, in, nil)
+}
+
+// stepAnswer is step for a Result: ans is kept with the record it answers.
+func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in machine.Input, ans *answer) bool {
 	if now.Before(st.m.Now()) {
 		now = st.m.Now() // the machine has seen a later reading (Recover's)
 	}
@@ -195,7 +216,7 @@ func (w *Worker) step(ctx context.Context, st *stream, now time.Time, in machine
 		w.dropMachine(st, now)
 		return false
 	}
-	return w.execute(ctx, st, now, b)
+	return w.executeAnswer(ctx, st, now, b, ans)
 }
 
 // dropMachine forgets what the machine knew; the next Advance rebuilds it
@@ -210,6 +231,12 @@ func (w *Worker) dropMachine(st *stream, now time.Time) {
 // acknowledged them) hand out the sends and probes; then wait for WakeAt,
 // if it is not zero. It reports whether the machine is still there.
 func (w *Worker) execute(ctx context.Context, st *stream, now time.Time, b machine.Batch) bool {
+	return w.executeAnswer(ctx, st, now, b, nil)
+}
+
+// executeAnswer is execute for a batch that answers an attempt: ans is
+// saved with the record, so an operator sees why it retries or died.
+func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b machine.Batch, ans *answer) bool {
 	for _, c := range b.Circuit {
 		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
@@ -219,7 +246,7 @@ func (w *Worker) execute(ctx context.Context, st *stream, now time.Time, b machi
 		sends, probes = nil, nil
 	}
 	if len(persist) > 0 {
-		if err := w.cfg.Store.Save(ctx, st.lease, persist); err != nil {
+		if err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans)); err != nil {
 			w.saveFailed(st, now, err)
 			return false
 		}
@@ -252,16 +279,36 @@ func (w *Worker) execute(ctx context.Context, st *stream, now time.Time, b machi
 	return true
 }
 
+// updates turns a batch's records into the store's updates, with the
+// answered attempt's outcome on its record.
+func updates(persist []machine.Record, ans *answer) []store.Update {
+	ups := store.UpdatesOf(persist)
+	if ans == nil {
+		return ups
+	}
+	for i := range ups {
+		if ups[i].ID == ans.id && ans.outcome.Attempt <= ups[i].Attempts {
+			ups[i].Outcome = &ans.outcome
+		}
+	}
+	return ups
+}
+
 // saveFailed: nothing of the batch may be acted on. A stale lease ends
-// ownership; any other error may have written the batch or not (a lost
-// reply, an unavailable store), so the machine is dropped and rebuilt
-// from what the store holds, which is right either way.
+// ownership. After store.ErrUnknown the batch may or may not be written;
+// after any other error it is not, but the machine has moved past what
+// the store holds. Either way the machine is dropped and rebuilt from
+// what the store holds: the worker re-reads before it acts again.
 func (w *Worker) saveFailed(st *stream, now time.Time, err error) {
 	if errors.Is(err, store.ErrStaleLease) {
 		w.lose(st, "write fenced off: "+err.Error())
 		return
 	}
-	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err})
+	detail := "nothing was written; rebuilding from the store"
+	if errors.Is(err, store.ErrUnknown) {
+		detail = "outcome unknown; re-reading the store before acting"
+	}
+	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err, Detail: detail})
 	w.dropMachine(st, now)
 }
 

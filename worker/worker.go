@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 )
@@ -198,6 +200,12 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 		}
 		w.observe(Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
 		in = machine.Result{At: now, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
+		w.stepAnswer(ctx, st, now, in, &answer{id: r.ID, outcome: store.Outcome{
+			Attempt: r.Attempt,
+			Status:  r.Outcome.Status,
+			Detail:  channel.Truncate(strings.ToValidUTF8(r.Outcome.Detail, "?")),
+		}})
+		return w.flush()
 	}
 	w.step(ctx, st, now, in)
 	return w.flush()

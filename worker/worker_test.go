@@ -45,12 +45,12 @@ type faultStore struct {
 	calls         map[string]int
 }
 
-func (f *faultStore) Save(ctx context.Context, l store.Lease, recs []machine.Record) error {
+func (f *faultStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
 	f.calls["Save"]++
-	err := f.Store.Save(ctx, l, recs)
+	err := f.Store.Save(ctx, l, ups)
 	if err == nil && f.loseSaveReply {
 		f.loseSaveReply = false
-		return fmt.Errorf("%w: reply lost after commit", store.ErrUnavailable)
+		return fmt.Errorf("%w: reply lost after commit", store.ErrUnknown)
 	}
 	return err
 }
@@ -117,7 +117,7 @@ func (e *env) nextSends() worker.Effects {
 
 func (e *env) deliver(r worker.Reply) worker.Effects { return e.w.Deliver(e.ctx, e.now(), r) }
 
-func (e *env) record(id string) machine.Record {
+func (e *env) record(id string) store.Record {
 	e.t.Helper()
 	r, err := e.mem.Get(e.ctx, id)
 	if err != nil {
@@ -400,5 +400,23 @@ func TestMaxStreams(t *testing.T) {
 	fx := e.advance()
 	if len(e.w.Streams()) != 2 || len(fx.Sends) != 2 {
 		t.Fatalf("owns %d streams with %d sends; MaxStreams is 2", len(e.w.Streams()), len(fx.Sends))
+	}
+}
+
+// The outcome of the attempt a batch answers is saved with its record
+// (status and bounded, valid detail), so an operator sees why it retries.
+func TestLastOutcomeKeptWithTheRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(time.Millisecond)
+	long := "upstream down \xff" + strings.Repeat("x", 1000)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503, Detail: long}))
+	r := e.record("e1")
+	if r.State != machine.Retry || r.Last.Attempt != 1 || r.Last.Status != 503 {
+		t.Fatalf("record after a failed attempt: %s, last %+v; want retry with attempt 1's 503", r.State, r.Last)
+	}
+	if len(r.Last.Detail) > store.MaxDetailBytes || !strings.HasPrefix(r.Last.Detail, "upstream down ?") {
+		t.Fatalf("detail not bounded and made valid: %q", r.Last.Detail[:20])
 	}
 }
