@@ -117,7 +117,7 @@ func (c *Config) validate() error {
 type Worker struct {
 	cfg      Config
 	streams  map[string]*stream
-	names    []string // owned streams, sorted: the order every pass takes
+	order    []*stream // owned streams, by name: the order every pass takes
 	claimAt  time.Time
 	gen      uint64
 	now      time.Time
@@ -167,10 +167,12 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 	now = w.clock(now)
-	for _, name := range slices.Clone(w.names) {
-		w.advanceStream(ctx, w.streams[name], now)
+	for _, st := range slices.Clone(w.order) {
+		if w.streams[st.lease.Stream] == st { // not lost or released meanwhile
+			w.advanceStream(ctx, st, now)
+		}
 	}
-	if !w.draining && len(w.names) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
+	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
 		w.claim(ctx, now)
 	}
 	return w.flush()
@@ -238,11 +240,10 @@ func (w *Worker) Next() time.Time {
 			next = t
 		}
 	}
-	if !w.draining && len(w.names) < w.cfg.MaxStreams {
+	if !w.draining && len(w.order) < w.cfg.MaxStreams {
 		consider(w.claimAt)
 	}
-	for _, name := range w.names {
-		st := w.streams[name]
+	for _, st := range w.order {
 		consider(st.renewAt)
 		consider(st.expiresAt)
 		switch {
@@ -276,8 +277,8 @@ func (w *Worker) Drain() { w.draining = true }
 func (w *Worker) Stop(ctx context.Context, now time.Time) {
 	w.clock(now)
 	w.draining = true
-	for _, name := range slices.Clone(w.names) {
-		w.release(ctx, w.streams[name], "shutting down")
+	for _, st := range slices.Clone(w.order) {
+		w.release(ctx, st, "shutting down")
 	}
 }
 
@@ -292,10 +293,9 @@ type Status struct {
 
 // Streams returns the status of every owned stream, in name order.
 func (w *Worker) Streams() []Status {
-	out := make([]Status, 0, len(w.names))
-	for _, name := range w.names {
-		st := w.streams[name]
-		s := Status{Stream: name, Token: st.lease.Token}
+	out := make([]Status, 0, len(w.order))
+	for _, st := range w.order {
+		s := Status{Stream: st.lease.Stream, Token: st.lease.Token}
 		if st.m != nil {
 			s.Circuit, s.Queued, s.InFlight = st.m.Circuit(), st.m.Queued(), len(st.m.InFlight())
 		}
@@ -310,7 +310,7 @@ func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 // claim asks the store for due streams, as many as there is room for.
 func (w *Worker) claim(ctx context.Context, now time.Time) {
 	w.claimAt = now.Add(w.cfg.Poll)
-	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.names))
+	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
 	if err != nil {
 		// A claim whose reply was lost may have granted leases this worker
 		// does not know of: they run out in one LeaseTTL, unused.
@@ -324,6 +324,12 @@ func (w *Worker) claim(ctx context.Context, now time.Time) {
 
 // adoptLease takes over a stream the store granted.
 func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
+	if old := w.streams[l.Stream]; old != nil {
+		// The store granted a stream this worker thought it still held:
+		// its clock ran slower than the margin allows. The old lease is
+		// stale; only the new one counts.
+		w.lose(old, "the store granted the stream again under a new lease")
+	}
 	st := &stream{lease: l}
 	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
 	cfg, err := w.cfg.Policy(l.Stream)
@@ -340,15 +346,15 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	st.cfg = cfg
 	st.leased(now, w.cfg)
 	w.streams[l.Stream] = st
-	w.names = append(w.names, l.Stream)
-	slices.Sort(w.names)
+	i, _ := slices.BinarySearchFunc(w.order, l.Stream, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })
+	w.order = slices.Insert(w.order, i, st)
 	w.rebuild(ctx, st, now)
 }
 
 // forget removes a stream from the worker.
 func (w *Worker) forget(st *stream) {
 	delete(w.streams, st.lease.Stream)
-	w.names = slices.DeleteFunc(w.names, func(n string) bool { return n == st.lease.Stream })
+	w.order = slices.DeleteFunc(w.order, func(o *stream) bool { return o == st })
 }
 
 // lose: the worker is no longer the stream's owner. It drops the machine
