@@ -160,6 +160,8 @@ func (t *telemetry) Observe(e worker.Event) {
 		t.log.LogAttrs(ctx, slog.LevelDebug, "courier: reply dropped", stream, slog.String("id", e.ID), slog.Int("attempt", e.Attempt))
 	case worker.StoreFailed:
 		t.storeFailed(ctx, e.Op, e.Err)
+	case worker.Purged:
+		t.log.LogAttrs(ctx, slog.LevelInfo, "courier: settled records deleted past the retention", slog.Int("records", e.Count))
 	case worker.Faulted:
 		t.log.LogAttrs(ctx, slog.LevelError, "courier: worker fault", stream, slog.String("error", e.Err.Error()))
 	}

@@ -103,6 +103,9 @@ const (
 	Sent
 	// Probed: the worker handed probe N (Detail) to its driver.
 	Probed
+	// Purged: the worker deleted Count settled records past the
+	// retention.
+	Purged
 	// Faulted: the worker fed its machine an input it refused (Err); a
 	// bug in the worker, recovered from by rebuilding the machine.
 	Faulted
@@ -112,7 +115,7 @@ var kindNames = [...]string{
 	LeaseGranted: "lease-granted", LeaseRenewed: "lease-renewed", LeaseLost: "lease-lost",
 	LeaseReleased: "lease-released", Rebuilt: "rebuilt", Persisted: "persisted",
 	CircuitChanged: "circuit", Replied: "replied", ReplyDropped: "reply-dropped",
-	StoreFailed: "store-failed", Sent: "sent", Probed: "probed", Faulted: "faulted",
+	StoreFailed: "store-failed", Sent: "sent", Probed: "probed", Purged: "purged", Faulted: "faulted",
 }
 
 func (k Kind) String() string {
@@ -139,6 +142,7 @@ type Event struct {
 	Attempt int              // Replied, Sent
 	Op      string           // StoreFailed: the store method
 	Err     error            // StoreFailed, Faulted
+	Count   int              // Purged
 	Detail  string
 }
 

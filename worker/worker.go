@@ -55,6 +55,16 @@ type Config struct {
 	// rebuilds a stream or adopts new records. Zero means 1000.
 	PageSize int
 
+	// Retention is how long settled records (delivered, or dead letters
+	// an operator discarded) are kept before the worker deletes them
+	// (store.DeleteSettled). It must be longer than any producer may
+	// resend an event: a deleted ID published again is a new event. Zero
+	// keeps them forever.
+	Retention time.Duration
+	// RetentionEvery is how often the worker deletes, PageSize records
+	// at most per call. Zero means a minute.
+	RetentionEvery time.Duration
+
 	// Observer, if set, receives every Event.
 	Observer Observer
 }
@@ -81,6 +91,9 @@ func (c *Config) validate() error {
 	if c.PageSize == 0 {
 		c.PageSize = 1000
 	}
+	if c.RetentionEvery == 0 {
+		c.RetentionEvery = time.Minute
+	}
 	switch {
 	case c.Owner == "":
 		return bad("Owner", "is empty")
@@ -104,6 +117,10 @@ func (c *Config) validate() error {
 		return bad("RetryAfterFailure", "is %v; must not be negative", c.RetryAfterFailure)
 	case c.PageSize < 1:
 		return bad("PageSize", "is %d; must be at least 1", c.PageSize)
+	case c.Retention < 0:
+		return bad("Retention", "is %v; must not be negative (0 keeps settled records)", c.Retention)
+	case c.RetentionEvery < 0:
+		return bad("RetentionEvery", "is %v; must not be negative", c.RetentionEvery)
 	}
 	return nil
 }
@@ -119,6 +136,7 @@ type Worker struct {
 	streams  map[string]*stream
 	order    []*stream // owned streams, by name: the order every pass takes
 	claimAt  time.Time
+	purgeAt  time.Time
 	gen      uint64
 	now      time.Time
 	draining bool
@@ -174,6 +192,9 @@ func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 	}
 	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
 		w.claim(ctx, now)
+	}
+	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
+		w.purge(ctx, now)
 	}
 	return w.flush()
 }
@@ -242,6 +263,9 @@ func (w *Worker) Next() time.Time {
 	}
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
 		consider(w.claimAt)
+	}
+	if !w.draining && w.cfg.Retention > 0 {
+		consider(w.purgeAt)
 	}
 	for _, st := range w.order {
 		consider(st.renewAt)
@@ -319,6 +343,23 @@ func (w *Worker) claim(ctx context.Context, now time.Time) {
 	}
 	for _, l := range leases {
 		w.adoptLease(ctx, l, now)
+	}
+}
+
+// purge deletes settled records past the retention, a page at a time;
+// a full page means more are due, so it comes back at the next poll.
+func (w *Worker) purge(ctx context.Context, now time.Time) {
+	w.purgeAt = now.Add(w.cfg.RetentionEvery)
+	n, err := w.cfg.Store.DeleteSettled(ctx, w.cfg.Retention, w.cfg.PageSize)
+	if err != nil {
+		w.observe(Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
+		return
+	}
+	if n == w.cfg.PageSize {
+		w.purgeAt = now.Add(min(w.cfg.Poll, w.cfg.RetentionEvery))
+	}
+	if n > 0 {
+		w.observe(Event{Kind: Purged, Count: n})
 	}
 }
 

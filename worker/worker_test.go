@@ -420,3 +420,31 @@ func TestLastOutcomeKeptWithTheRecord(t *testing.T) {
 		t.Fatalf("detail not bounded and made valid: %q", r.Last.Detail[:20])
 	}
 }
+
+// Settled records are deleted once they are older than Retention; e2,
+// never answered (retrying, then a dead letter no operator discarded),
+// never is.
+func TestRetentionDeletesSettledRecords(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Retention = time.Hour
+		c.RetentionEvery = time.Minute
+	})
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(time.Millisecond)
+	e.deliver(x.Reply(delivered())) // e1 settled; e2's attempt 1 is out
+	for until := e.now().Add(2 * time.Hour); e.now().Before(until); {
+		e.clock.Advance(max(0, e.w.Next().Sub(e.now())))
+		e.advance()
+	}
+	if _, err := e.mem.Get(e.ctx, "e1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("e1, delivered two hours ago with a retention of one, is still there: %v", err)
+	}
+	if e.count(worker.Purged) != 1 {
+		t.Fatalf("the deletion was not reported (%d)", e.count(worker.Purged))
+	}
+	if r := e.record("e2"); r.State == machine.Delivered { // e.record fails the test if e2 was deleted
+		t.Fatalf("e2 was never answered, yet it is delivered")
+	}
+}
