@@ -188,4 +188,3 @@ func instant(us int64) time.Time {
 
 // Normalize truncates t to what the store keeps.
 func Normalize(t time.Time) time.Time { return instant(micros(t)) }
-
