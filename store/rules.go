@@ -156,3 +156,47 @@ func ApplyDiscard(r *Record, by string, now time.Time) {
 	})
 	r.SettledAt = now
 }
+
+// Held is a stream's current lease as a backend keeps it, valid or not.
+// Token 0 means none was ever granted.
+type Held struct {
+	Owner    string
+	Token    uint64
+	Expires  time.Time
+	Released bool
+}
+
+// ValidAt reports whether h is valid at now: granted, not released (nor
+// revoked by a replay, which leaves it released) and not expired; at
+// Expires exactly it has expired.
+func (h Held) ValidAt(now time.Time) bool {
+	return h.Token != 0 && !h.Released && now.Before(h.Expires)
+}
+
+// Lease is h as the lease of stream.
+func (h Held) Lease(stream string) Lease {
+	return Lease{Stream: stream, Owner: h.Owner, Token: h.Token, Expires: h.Expires}
+}
+
+// CheckHeld returns nil if l is h, the current lease of its stream, and
+// valid at now, or an error wrapping ErrStaleLease that says why not. The
+// owner is part of the lease's identity. Only h counts: l.Expires is the
+// caller's copy and may be older than a renewal.
+func CheckHeld(op string, h Held, l Lease, now time.Time) error {
+	var why string
+	switch {
+	case h.Token == 0:
+		why = "no lease was ever granted on the stream"
+	case h.Token != l.Token:
+		why = fmt.Sprintf("the current token is %d", h.Token)
+	case h.Owner != l.Owner:
+		why = fmt.Sprintf("the token was granted to %q", h.Owner)
+	case h.Released:
+		why = "it was released or revoked by a replay"
+	case !now.Before(h.Expires):
+		why = "it expired at " + h.Expires.Format(time.RFC3339Nano)
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: %s on stream %q by %q with token %d: %s", ErrStaleLease, op, l.Stream, l.Owner, l.Token, why)
+}

@@ -37,16 +37,7 @@ type Store struct {
 type stream struct {
 	recs    []*store.Record // in Seq order; retention leaves gaps
 	lastSeq uint64          // the highest Seq ever assigned: never reused
-	lease   lease
-}
-
-// lease is the stream's current lease, valid or not. token 0 means none
-// was ever granted.
-type lease struct {
-	owner    string
-	token    uint64
-	expires  time.Time
-	released bool
+	lease   store.Held
 }
 
 var _ store.Store = (*Store)(nil)
@@ -163,7 +154,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 			break
 		}
 		st := s.streams[name]
-		if st.lease.validAt(now) || !hasDue(st.recs, now) {
+		if st.lease.ValidAt(now) || !hasDue(st.recs, now) {
 			continue
 		}
 		out = append(out, s.grant(name, st, owner, now, ttl))
@@ -191,11 +182,11 @@ func (s *Store) Acquire(ctx context.Context, streamName, owner string, ttl time.
 		return store.Lease{}, err
 	}
 	st := s.stream(streamName)
-	if st.lease.validAt(now) {
+	if st.lease.ValidAt(now) {
 		// The same owner is refused too: it must Renew, so that a lease
 		// is only ever extended under the token it was granted with.
 		return store.Lease{}, fmt.Errorf("%w: acquire stream %q for %q: held by %q with token %d until %s",
-			store.ErrLeaseHeld, streamName, owner, st.lease.owner, st.lease.token, st.lease.expires.Format(time.RFC3339Nano))
+			store.ErrLeaseHeld, streamName, owner, st.lease.Owner, st.lease.Token, st.lease.Expires.Format(time.RFC3339Nano))
 	}
 	return s.grant(streamName, st, owner, now, ttl), nil
 }
@@ -218,10 +209,10 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	if err != nil {
 		return store.Lease{}, err
 	}
-	if until := now.Add(ttl); until.After(st.lease.expires) {
-		st.lease.expires = until
+	if until := now.Add(ttl); until.After(st.lease.Expires) {
+		st.lease.Expires = until
 	}
-	return st.lease.public(l.Stream), nil
+	return st.lease.Lease(l.Stream), nil
 }
 
 // Release implements store.Store.
@@ -239,7 +230,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 	if err != nil {
 		return err
 	}
-	st.lease.released = true
+	st.lease.Released = true
 	return nil
 }
 
@@ -366,7 +357,7 @@ func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error)
 		// The replay's own token: every lease granted before it is stale,
 		// and the stream is free to claim at once.
 		s.lastToken++
-		st.lease = lease{token: s.lastToken, expires: now, released: true}
+		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
 		store.ApplyReplay(r, by, now, s.lastToken)
 	})
 }
@@ -487,35 +478,24 @@ func (st *stream) firstAfter(after uint64) int {
 // grant gives owner a new lease on st, under the next token.
 func (s *Store) grant(name string, st *stream, owner string, now time.Time, ttl time.Duration) store.Lease {
 	s.lastToken++
-	st.lease = lease{owner: owner, token: s.lastToken, expires: now.Add(ttl)}
-	return st.lease.public(name)
+	st.lease = store.Held{Owner: owner, Token: s.lastToken, Expires: now.Add(ttl)}
+	return st.lease.Lease(name)
 }
 
 // held returns l's stream if l is its valid current lease, or an error
-// wrapping store.ErrStaleLease that says why it is not. Only the store's
-// record of the lease counts: l.Expires is the caller's copy and may be
-// older than a renewal.
+// wrapping store.ErrStaleLease that says why it is not.
 func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	st := s.streams[l.Stream]
-	var why string
 	switch {
-	case st == nil || st.lease.token == 0:
-		why = "no lease was ever granted on the stream"
-	case plant.On(plant.SkipFencing):
+	case st != nil && st.lease.Token != 0 && plant.On(plant.SkipFencing):
 		return st, nil // the planted bug: any lease on the stream will do
-	case st.lease.token != l.Token:
-		why = fmt.Sprintf("the current token is %d", st.lease.token)
-	case st.lease.owner != l.Owner:
-		why = fmt.Sprintf("the token was granted to %q", st.lease.owner)
-	case st.lease.released:
-		why = "it was released"
-	case !now.Before(st.lease.expires):
-		why = "it expired at " + st.lease.expires.Format(time.RFC3339Nano)
-	default:
-		return st, nil
+	case st == nil:
+		return nil, store.CheckHeld(op, store.Held{}, l, now)
 	}
-	return nil, fmt.Errorf("%w: %s on stream %q by %q with token %d: %s",
-		store.ErrStaleLease, op, l.Stream, l.Owner, l.Token, why)
+	if err := store.CheckHeld(op, st.lease, l, now); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // hasDue reports whether recs hold due work at now: a parked record (a
@@ -533,14 +513,6 @@ func hasDue(recs []*store.Record, now time.Time) bool {
 		}
 	}
 	return false
-}
-
-func (l lease) validAt(now time.Time) bool {
-	return l.token != 0 && !l.released && now.Before(l.expires)
-}
-
-func (l lease) public(streamName string) store.Lease {
-	return store.Lease{Stream: streamName, Owner: l.owner, Token: l.token, Expires: l.expires}
 }
 
 // clone copies r with its own payload and history, so that no caller

@@ -166,7 +166,7 @@ func replayFreshBudget(e *env) {
 	l := e.acquire("s", "w1")
 	e.saveUpdates(l, up(e.get("e1"), machine.Dead, 1, e.get("e1").NextAt, machine.Rejected, &died))
 	dead := e.get("e1")
-	e.clock.Advance(time.Minute)
+	e.clock.Advance(time.Second) // w1's lease is still valid
 	at := e.clock.Now()
 
 	got, err := e.s.Replay(e.ctx, "e1", "alice")
@@ -317,11 +317,14 @@ func retention(e *env) {
 
 	e.clock.Advance(t0.Add(keep - tick).Sub(e.clock.Now()))
 	e.wantDeleted("a tick before d1 is retention old", keep, 10, 0)
-	e.clock.Advance(tick + 10*time.Minute)
-	e.wantDeleted("limit 1", keep, 1, 1)
+	e.clock.Advance(tick)
+	e.wantDeleted("when d1 is exactly retention old", keep, 10, 1)
 	e.wantGone("d1")
-	e.wantDeleted("every settled record", keep, 10, 2)
-	e.wantGone("d2", "x2")
+	e.clock.Advance(10 * time.Minute)
+	e.wantDeleted("limit 1, oldest first", keep, 1, 1)
+	e.wantGone("d2")
+	e.wantDeleted("every settled record", keep, 10, 1)
+	e.wantGone("x2")
 	e.clock.Advance(365 * 24 * time.Hour)
 	e.wantDeleted("a year on", keep, 10, 0)
 	e.snapshot("x1", "p1") // still there
