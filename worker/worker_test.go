@@ -27,7 +27,7 @@ const ttl = 30 * time.Second
 
 // env is one test's store, clock, worker and the events it reported.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	clock  *storetest.Clock
 	mem    *memstore.Store
@@ -66,7 +66,7 @@ func policy() machine.Config {
 	return c
 }
 
-func newEnv(t *testing.T, edit func(*worker.Config)) *env {
+func newEnv(t testing.TB, edit func(*worker.Config)) *env {
 	e := &env{t: t, ctx: t.Context(), clock: storetest.NewClock(epoch)}
 	e.mem = memstore.New(e.clock.Now)
 	e.st = &faultStore{Store: e.mem, calls: map[string]int{}}
