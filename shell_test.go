@@ -9,6 +9,7 @@ package courier_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -24,6 +25,10 @@ import (
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/worker"
 )
+
+// shellSeeds is how many seeds the fault suite runs, each in both
+// orderings; hunt longer with go test -run TestShellUnderFaults -shell.seeds=500.
+var shellSeeds = flag.Uint64("shell.seeds", 6, "seeds of TestShellUnderFaults, each run in strict and independent order")
 
 // shellWorld is one faulty run's settings.
 type shellWorld struct {
@@ -68,7 +73,7 @@ type faultTally struct {
 func TestShellUnderFaults(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var tally faultTally
-	for seed := uint64(1); seed <= 6; seed++ {
+	for seed := uint64(1); seed <= *shellSeeds; seed++ {
 		for _, o := range []machine.Ordering{machine.Strict, machine.Independent} {
 			w := shellWorld{seed: seed, ordering: o, streams: 5, events: 20}
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, o), func(t *testing.T) {
