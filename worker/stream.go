@@ -30,6 +30,7 @@ type stream struct {
 	adoptAt   time.Time        // next look for newly enqueued records
 	wakeAt    time.Time        // m's WakeAt; zero: none
 	idleSince time.Time        // zero unless m has nothing left to do
+	unsent    map[string]bool  // draining: events whose started attempt was not sent
 }
 
 // leased records a grant or renewal whose call started at start.
@@ -242,7 +243,13 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 	}
 	persist, sends, probes := b.Persist, b.Sends, b.Probes
 	if w.draining {
-		persist = withoutStarts(persist, sends)
+		for _, s := range sends {
+			if st.unsent == nil {
+				st.unsent = make(map[string]bool)
+			}
+			st.unsent[s.ID] = true
+		}
+		persist = withoutUnsent(persist, st.unsent)
 		sends, probes = nil, nil
 	}
 	if len(persist) > 0 {
@@ -251,12 +258,6 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 			return false
 		}
 		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
-	}
-	if w.draining && len(b.Sends) > 0 {
-		// The machine believes attempts are out that never will be: its
-		// memory is wrong now, so it must not be used again.
-		w.dropMachine(st, now)
-		return false
 	}
 	for _, s := range sends {
 		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
@@ -312,20 +313,18 @@ func (w *Worker) saveFailed(st *stream, now time.Time, err error) {
 	w.dropMachine(st, now)
 }
 
-// withoutStarts returns persist less the records whose change starts one
-// of sends: the store then keeps the state from before the attempt began,
-// which is a state the machine had.
-func withoutStarts(persist []machine.Record, sends []machine.Send) []machine.Record {
-	if len(sends) == 0 {
+// withoutUnsent returns persist less the records of events whose attempt
+// was started while draining and never sent: the store keeps their state
+// from before that attempt began, a state the machine had, so the stop
+// costs them no attempt. The machine itself believes the attempt is out;
+// it is used for nothing but the replies still due, and dropped at Stop.
+func withoutUnsent(persist []machine.Record, unsent map[string]bool) []machine.Record {
+	if len(unsent) == 0 {
 		return persist
-	}
-	started := make(map[string]bool, len(sends))
-	for _, s := range sends {
-		started[s.ID] = true
 	}
 	out := make([]machine.Record, 0, len(persist))
 	for _, r := range persist {
-		if !started[r.ID] {
+		if !unsent[r.ID] {
 			out = append(out, r)
 		}
 	}

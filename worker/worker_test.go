@@ -448,3 +448,34 @@ func TestRetentionDeletesSettledRecords(t *testing.T) {
 		t.Fatalf("e2 was never answered, yet it is delivered")
 	}
 }
+
+// In independent order, a reply during the drain that would start the
+// next event does not stop the other replies from being persisted.
+func TestDrainPersistsEveryReplyInFlight(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.Ordering, p.Window = machine.Independent, 2
+			return p, nil
+		}
+	})
+	for _, id := range []string{"e1", "e2", "e3"} {
+		e.enqueue("s", id)
+	}
+	fx := e.advance()
+	if len(fx.Sends) != 2 {
+		t.Fatalf("want e1 and e2 in flight, got %+v", fx.Sends)
+	}
+	e.w.Drain()
+	e.clock.Advance(time.Millisecond)
+	for _, x := range fx.Sends {
+		if more := e.deliver(x.Reply(delivered())); len(more.Sends) != 0 {
+			t.Fatalf("a draining worker started %+v", more.Sends)
+		}
+	}
+	for id, want := range map[string]machine.State{"e1": machine.Delivered, "e2": machine.Delivered, "e3": machine.Pending} {
+		if r := e.record(id); r.State != want || (id == "e3" && r.Attempts != 0) {
+			t.Errorf("%s is %s with %d attempts after the drain; want %s (and e3 untouched)", id, r.State, r.Attempts, want)
+		}
+	}
+}
