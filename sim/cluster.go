@@ -25,6 +25,10 @@ type sharedStore interface {
 	Records(stream string) []machine.Record
 }
 
+// wholeStream is the Pending limit of the simulator's reads: it reads a
+// stream's waiting records in one page.
+const wholeStream = 1 << 30
+
 // The simulator's calls never time out or get cancelled: the store's own
 // failures are injected with SetUnavailable.
 var bg = context.Background()
@@ -155,7 +159,7 @@ func (s *sim) poll(w *worker) {
 		}
 	}
 	if w.m == nil {
-		recs, err := s.shared.Pending(bg, w.lease, 0)
+		recs, err := s.shared.Pending(bg, w.lease, 0, wholeStream)
 		if err != nil {
 			s.pendingFailed(w, err)
 			return
@@ -179,7 +183,7 @@ func (s *sim) poll(w *worker) {
 			return
 		}
 	}
-	recs, err := s.shared.Pending(bg, w.lease, w.lastSeq)
+	recs, err := s.shared.Pending(bg, w.lease, w.lastSeq, wholeStream)
 	if err != nil {
 		s.pendingFailed(w, err)
 		return
@@ -249,7 +253,7 @@ func (s *sim) dropMachine(w *worker) {
 func (s *sim) executeShared(w *worker, b machine.Batch) {
 	if len(b.Persist) > 0 {
 		b.Persist = plantedPersist(b.Persist)
-		err := s.shared.Save(bg, w.lease, b.Persist)
+		err := s.shared.Save(bg, w.lease, store.UpdatesOf(b.Persist))
 		switch {
 		case errors.Is(err, store.ErrStaleLease):
 			s.loseLease(w, fmt.Sprintf("write fenced off: token %d is stale", w.lease.Token))
@@ -326,7 +330,8 @@ func (s *sim) crash(w *worker, down time.Duration) {
 // enqueue is a producer's offer in cluster mode: straight into the store,
 // which acknowledges it once durable.
 func (s *sim) enqueue(id string, payload []byte) {
-	rec, created, err := s.shared.Enqueue(bg, clusterStream, id, payload)
+	stored, created, err := s.shared.Enqueue(bg, clusterStream, id, payload)
+	rec := stored.Machine()
 	if err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))

@@ -11,7 +11,9 @@ import (
 // Lease is the right to act on one stream until Expires, by the store's
 // clock. Token is the fencing token: every lease the store grants carries
 // a token greater than every token it granted before, so a write carrying
-// an older token can be recognised and refused.
+// an older token can be recognised and refused. Owner is part of the
+// lease's identity: the right token under another owner's name is not the
+// lease.
 type Lease struct {
 	Stream  string
 	Owner   string
@@ -19,22 +21,176 @@ type Lease struct {
 	Expires time.Time
 }
 
+// Event is the immutable part of a record, written once by Enqueue and
+// never again: no Save carries it, compares it or can change it.
+type Event struct {
+	Stream     string
+	ID         string
+	Seq        uint64 // the event's place in its stream, from 1, never reused
+	Payload    []byte
+	AcceptedAt time.Time
+}
+
+// Delivery is the mutable part of a record: where the event is in its
+// life. It is what Save writes, as the machine's Batch.Persist says it.
+// Attempts counts the attempts of the current budget: a replay starts a
+// new budget at zero (see Action).
+type Delivery struct {
+	State    machine.State
+	Attempts int
+	NextAt   time.Time
+	Reason   machine.DeadReason // set if and only if State is machine.Dead
+}
+
+// MaxDetailBytes bounds Outcome.Detail. It equals channel.MaxDetailBytes,
+// so a detail cut by channel.Truncate always fits.
+const MaxDetailBytes = 256
+
+// Outcome is what the channel said about one attempt, kept with the record
+// so that an operator can see why an event is retrying or why it died.
+// It never holds a payload, a header value or a secret: Status is a
+// transport status code (an HTTP status; 0 when no answer came) and Detail
+// a short text of at most MaxDetailBytes bytes of valid UTF-8.
+type Outcome struct {
+	Attempt int // the attempt it answered, within the current budget; 0: none recorded
+	Status  int
+	Detail  string
+}
+
+// Update is one record's new delivery state in a Save: the record's
+// machine.Record as the batch persists it, without the event. Outcome, if
+// not nil, is the outcome of the attempt that led to this state (the
+// machine.Result the batch answers); it replaces the record's Last. A nil
+// Outcome keeps Last as it is.
+type Update struct {
+	ID string
+	Delivery
+	Outcome *Outcome
+}
+
+// UpdateOf is the Update that persists r, with no outcome.
+func UpdateOf(r machine.Record) Update {
+	return Update{ID: r.ID, Delivery: Delivery{State: r.State, Attempts: r.Attempts, NextAt: r.NextAt, Reason: r.Reason}}
+}
+
+// UpdatesOf is UpdateOf for every record of a batch, in order.
+func UpdatesOf(recs []machine.Record) []Update {
+	out := make([]Update, len(recs))
+	for i, r := range recs {
+		out[i] = UpdateOf(r)
+	}
+	return out
+}
+
+// ActionKind says what an operator did to a dead letter.
+type ActionKind uint8
+
+const (
+	// Replayed: the dead letter was re-driven with a fresh budget.
+	Replayed ActionKind = iota + 1
+	// Discarded: the operator acknowledged the dead letter; it is settled
+	// and retention may delete it.
+	Discarded
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case Replayed:
+		return "replayed"
+	case Discarded:
+		return "discarded"
+	}
+	return "ActionKind(?)"
+}
+
+// Action is one operator action in a record's history, with the state it
+// ended: the budget's attempts, why it had died and the last outcome.
+type Action struct {
+	Kind  ActionKind
+	By    string    // who acted, as the operator's tool names them
+	At    time.Time // by the store's clock
+	Token uint64    // a replay's fencing token (a fresh grant); 0 for a discard
+	// What the dead letter was when the operator acted.
+	Attempts int
+	Reason   machine.DeadReason
+	Last     Outcome
+}
+
+// Record is everything the store holds about one event.
+type Record struct {
+	Event
+	Delivery
+	// Last is the outcome of the latest attempt a Save recorded in the
+	// current budget (Attempt 0: none yet); LastAt is when, by the
+	// store's clock.
+	Last   Outcome
+	LastAt time.Time
+	// SettledAt is when the record settled, by the store's clock: when it
+	// was saved delivered, or when its dead letter was discarded. Zero
+	// while it is not settled; a dead letter is not settled until an
+	// operator acts. Retention counts from it.
+	SettledAt time.Time
+	// History is every operator action, oldest first.
+	History []Action
+}
+
+// Replays is how many times the record was replayed.
+func (r Record) Replays() int {
+	n := 0
+	for _, a := range r.History {
+		if a.Kind == Replayed {
+			n++
+		}
+	}
+	return n
+}
+
+// BudgetFrom is when the current budget started: the latest replay, or
+// the acceptance. MaxAge counts from it.
+func (r Record) BudgetFrom() time.Time {
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if r.History[i].Kind == Replayed {
+			return r.History[i].At
+		}
+	}
+	return r.AcceptedAt
+}
+
+// Machine is the record as the machine sees it: its AcceptedAt is
+// BudgetFrom, so a replayed event gets a fresh MaxAge as well as fresh
+// attempts. Pending returns records in this form.
+func (r Record) Machine() machine.Record {
+	return machine.Record{
+		ID: r.ID, Seq: r.Seq, Payload: r.Payload, AcceptedAt: r.BudgetFrom(),
+		State: r.State, Attempts: r.Attempts, NextAt: r.NextAt, Reason: r.Reason,
+	}
+}
+
 // Store is what courier's runtime needs from durable storage when several
-// workers share it. Every method is safe for concurrent use. A method that
-// returns nil has made its change durable; a method that returns an error
-// has changed nothing. ctx is checked before any visible change: a
-// cancelled context returns ctx.Err() and changes nothing.
+// workers share it. Every method is safe for concurrent use.
+//
+// A method that returns nil has made its whole change durable. A method
+// that returns an error changed nothing, with one exception:
+// ErrUnknown, which a networked store returns when it cannot tell (see
+// the package doc, "What an error means"). ctx is checked before any
+// visible change: a context already cancelled returns ctx.Err() and
+// changes nothing.
+//
+// Times are the store's, at microsecond resolution at least: a backend
+// may truncate its clock to the microsecond, so callers must not rely on
+// anything finer.
 type Store interface {
 	// Enqueue persists a new event at the end of stream and assigns it the
-	// stream's next Seq (from 1), in state pending with no attempts and
-	// NextAt = AcceptedAt = the store's now. IDs are opaque, case-sensitive,
-	// at most machine.MaxIDBytes long, and unique in the store: enqueueing
-	// an ID that exists in stream, in any state, returns the existing
-	// record with created false and changes nothing, even if the payload
-	// differs; enqueueing it on another stream fails with ErrBadArgument
-	// (a producer bug that must not pass for success). The producer may be
-	// acknowledged once Enqueue returns nil.
-	Enqueue(ctx context.Context, stream, id string, payload []byte) (rec machine.Record, created bool, err error)
+	// stream's next Seq (from 1; a Seq is never reused, not even after
+	// retention deleted its record), in state pending with no attempts and
+	// NextAt = AcceptedAt = the store's now. IDs are opaque,
+	// case-sensitive, at most machine.MaxIDBytes long, and unique in the
+	// store: enqueueing an ID that exists in stream, in any state, returns
+	// the existing record with created false and changes nothing, even if
+	// the payload differs; enqueueing it on another stream fails with
+	// ErrBadArgument (a producer bug that must not pass for success). The
+	// producer may be acknowledged once Enqueue returns nil.
+	Enqueue(ctx context.Context, stream, id string, payload []byte) (rec Record, created bool, err error)
 
 	// ClaimDue grants owner a lease of ttl on up to max streams that have
 	// due work and no valid lease, in stream-name order. A stream has due
@@ -51,61 +207,124 @@ type Store interface {
 
 	// Renew extends a valid lease to now+ttl, keeping its token. A lease
 	// is valid while it is the stream's current one (same token and
-	// owner), not released, and the store's now is before Expires: at
-	// Expires exactly it has expired. It never
+	// owner), not released, not revoked by a replay, and the store's now
+	// is before Expires: at Expires exactly it has expired. Renew never
 	// shortens a lease (a shorter ttl leaves Expires as it was) and never
-	// touches a record. A lease that expired, was released or was replaced
-	// fails with ErrStaleLease.
+	// touches a record. A lease that is not valid fails with
+	// ErrStaleLease.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 
-	// Release gives a valid lease up, so the stream can be claimed at once.
-	// A stale lease fails with ErrStaleLease.
+	// Release gives a valid lease up: it is stale at once, and the stream
+	// can be claimed at once. A stale lease fails with ErrStaleLease.
 	Release(ctx context.Context, l Lease) error
 
-	// Pending returns the non-terminal records of the lease's stream with
-	// Seq above after, in Seq order: what the owner rebuilds its machine
-	// from (after 0) and, later, the newly enqueued records it adopts. A
-	// stale lease fails with ErrStaleLease.
-	Pending(ctx context.Context, l Lease, after uint64) ([]machine.Record, error)
+	// Pending returns, in the machine's form (Record.Machine), up to limit
+	// non-terminal records of the lease's stream with Seq above after, in
+	// Seq order: what the owner rebuilds its machine from, page by page
+	// (after 0, then the last Seq of each page until a page is short),
+	// and later the newly enqueued records it adopts. A stale lease fails
+	// with ErrStaleLease; a limit below 1 with ErrBadArgument.
+	Pending(ctx context.Context, l Lease, after uint64, limit int) ([]machine.Record, error)
 
-	// Save writes the records of one machine.Batch atomically: all or none.
-	// It is checked at the storage boundary against the lease's token and
-	// expiry (ErrStaleLease) and against the records' history
-	// (ErrInvalidWrite): each record appears once in the batch, exists in
-	// the lease's stream with the same Seq, payload and acceptance time,
-	// and has a valid state (a reason if and only if dead); a terminal
-	// record never changes (saving it unchanged is allowed and changes
-	// nothing); an attempt count grows by at most one per write and never
-	// falls.
-	Save(ctx context.Context, l Lease, recs []machine.Record) error
+	// Save writes the delivery state of the updates atomically: all or
+	// none. It never reads or writes an event (ID, Seq, payload,
+	// acceptance). It is checked at the storage boundary against the
+	// lease (ErrStaleLease) and then against each record's history
+	// (ErrInvalidWrite), and refuses any write no machine could make:
+	//
+	//   - each ID appears once in the batch and names a record of the
+	//     lease's stream;
+	//   - the state is one of the machine's, with a Reason if and only if
+	//     it is dead;
+	//   - a terminal record never changes: an update of it must equal it
+	//     field for field (and then changes nothing), Outcome nil or equal
+	//     to Last;
+	//   - Attempts never falls, and grows by at most one per write, and
+	//     only while the record stays pending, retry or parked: an attempt
+	//     is persisted before it is sent, so no result (delivered,
+	//     rejected, failed into retry) can come with an attempt that was
+	//     not already durable;
+	//   - delivered, retry, and dead as exhausted or rejected all need an
+	//     attempt behind them (Attempts at least 1);
+	//   - an Outcome answers an attempt that exists (1 <= Attempt <=
+	//     Attempts), never one older than Last's, and its Detail is valid
+	//     UTF-8 of at most MaxDetailBytes bytes.
+	//
+	// Saving a record delivered sets its SettledAt.
+	Save(ctx context.Context, l Lease, ups []Update) error
 
 	// Get returns the record with id, in any state (a dead letter stays
-	// readable with its reason), or ErrNotFound.
-	Get(ctx context.Context, id string) (machine.Record, error)
+	// readable with its reason, last outcome and history), or
+	// ErrNotFound.
+	Get(ctx context.Context, id string) (Record, error)
 
-	// DeadLetters returns the dead records of stream, in Seq order.
-	DeadLetters(ctx context.Context, stream string) ([]machine.Record, error)
+	// DeadLetters returns up to limit dead records of stream with Seq
+	// above after, in Seq order, discarded ones included until retention
+	// deletes them. A limit below 1 fails with ErrBadArgument.
+	DeadLetters(ctx context.Context, stream string, after uint64, limit int) ([]Record, error)
+
+	// Replay re-drives the dead letter id with a fresh budget: it becomes
+	// pending, with no attempts, no reason, no Last, due at the store's
+	// now, and MaxAge counting from now (Record.BudgetFrom). The action
+	// is appended to its History with who (by), when and the state it
+	// ended. It is fenced like a write: it takes the next token, which
+	// makes every lease granted before it stale (the current owner's next
+	// call fails with ErrStaleLease, so it drops its machine and the next
+	// owner rebuilds with the replayed record), and the stream is free to
+	// claim at once. An unknown id fails with ErrNotFound, a record that
+	// is not an undiscarded dead letter with ErrInvalidWrite, an empty by
+	// with ErrBadArgument.
+	Replay(ctx context.Context, id, by string) (Record, error)
+
+	// Discard settles the dead letter id: it stays dead and readable, its
+	// SettledAt becomes the store's now, the action is appended to its
+	// History, and retention may delete it. It takes no lease and touches
+	// none: no owner holds a dead record. An unknown id fails with
+	// ErrNotFound, a record that is not an undiscarded dead letter with
+	// ErrInvalidWrite, an empty by with ErrBadArgument.
+	Discard(ctx context.Context, id, by string) (Record, error)
+
+	// DeleteSettled deletes up to limit settled records (delivered, or
+	// discarded dead letters) whose SettledAt is at or before the store's
+	// now minus retention, oldest first, and returns how many it deleted.
+	// An undiscarded dead letter is never deleted. A deleted ID is
+	// unknown afterwards: enqueued again it is a new event, which is why
+	// retention must be longer than any producer may resend an event. A
+	// non-positive retention or a limit below 1 fails with
+	// ErrBadArgument.
+	DeleteSettled(ctx context.Context, retention time.Duration, limit int) (int, error)
 }
 
 // Errors a Store returns. Backends wrap them with detail; callers test
-// with errors.Is.
+// with errors.Is. What each means for the caller is in the package doc,
+// "What an error means".
 var (
-	// ErrStaleLease: the lease expired, was released or was replaced by a
-	// newer one. The caller is no longer the owner: it must stop acting on
-	// the stream, drop its machine and send nothing more.
+	// ErrStaleLease: the lease expired, was released, was replaced by a
+	// newer one or revoked by a replay. The call changed nothing. The
+	// caller is no longer the owner: it must stop acting on the stream,
+	// drop its machine and send nothing more.
 	ErrStaleLease = errors.New("store: stale lease")
-	// ErrLeaseHeld: another owner holds a valid lease on the stream.
+	// ErrLeaseHeld: another owner holds a valid lease on the stream. The
+	// call changed nothing.
 	ErrLeaseHeld = errors.New("store: lease held by another owner")
-	// ErrInvalidWrite: a Save would rewrite history (unknown record,
-	// changed identity, terminal record changed, attempts jumped or fell).
+	// ErrInvalidWrite: a write no machine could make (rewriting history,
+	// an impossible state, replaying what is not a dead letter). The call
+	// changed nothing. It is a bug in the caller.
 	ErrInvalidWrite = errors.New("store: invalid write")
 	// ErrNotFound: no record has that ID.
 	ErrNotFound = errors.New("store: not found")
 	// ErrUnavailable: the backend could not take the call (a transient
-	// failure). Nothing changed; the caller may try again.
+	// failure: no connection, a conflict that rolled back). It is certain
+	// that nothing changed; the caller may try again.
 	ErrUnavailable = errors.New("store: unavailable")
-	// ErrBadArgument: an empty stream, ID or owner, an ID longer than
-	// machine.MaxIDBytes or belonging to another stream, a non-positive
-	// ttl or max.
+	// ErrUnknown: the call's outcome is unknown. The change was sent to
+	// the backend and its reply was lost (the connection broke, or the
+	// context ended, while the commit was in flight): it may or may not
+	// have been made, entirely or not at all, never in part. The caller
+	// must re-read before acting on it. Only a write can return it.
+	ErrUnknown = errors.New("store: outcome unknown")
+	// ErrBadArgument: an empty stream, ID, owner or operator, an ID longer
+	// than machine.MaxIDBytes or belonging to another stream, a
+	// non-positive ttl, max, limit or retention. The call changed nothing.
 	ErrBadArgument = errors.New("store: bad argument")
 )

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -23,34 +24,20 @@ type Store struct {
 	streams map[string]*stream
 	// ids locates every record by ID, across streams: IDs are unique in
 	// the whole store, not per stream.
-	ids map[string]ref
-	// lastToken is the token of the latest lease granted, on any stream.
-	// Tokens are global so that a token alone orders every grant.
+	ids map[string]*store.Record
+	// lastToken is the token of the latest lease granted, on any stream,
+	// or taken by a replay. Tokens are global so that a token alone orders
+	// every grant.
 	lastToken uint64
 }
 
 // stream holds one stream's records and its current lease. A stream can
 // exist with no records, when a lease was acquired on it before anything
-// was enqueued.
+// was enqueued, or once retention deleted them all.
 type stream struct {
-	// recs[i] has Seq i+1: records are never removed, so the index is
-	// the sequence.
-	recs  []machine.Record
-	lease lease
-}
-
-// lease is the stream's current lease, valid or not. token 0 means none
-// was ever granted.
-type lease struct {
-	owner    string
-	token    uint64
-	expires  time.Time
-	released bool
-}
-
-type ref struct {
-	stream string
-	seq    uint64
+	recs    []*store.Record // in Seq order; retention leaves gaps
+	lastSeq uint64          // the highest Seq ever assigned: never reused
+	lease   store.Held
 }
 
 var _ store.Store = (*Store)(nil)
@@ -64,26 +51,27 @@ func New(now func() time.Time) *Store {
 	return &Store{
 		now:     now,
 		streams: make(map[string]*stream),
-		ids:     make(map[string]ref),
+		ids:     make(map[string]*store.Record),
 	}
 }
 
 // SetUnavailable installs f as the store's failure injector: while f
 // returns true, every method that writes (Enqueue, ClaimDue, Acquire,
-// Renew, Release, Save) fails with an error wrapping store.ErrUnavailable
-// and changes nothing. Reads (Pending, Get, DeadLetters, Records,
-// Streams) keep working. f is called once per write, after the argument
-// checks, with the store's lock held, so it must not call the store. A
-// nil f makes the store available again.
+// Renew, Release, Save, Replay, Discard, DeleteSettled) fails with an
+// error wrapping store.ErrUnavailable and changes nothing. Reads (Pending,
+// Get, DeadLetters, Records, Streams) keep working. f is called once per
+// write, after the argument checks, with the store's lock held, so it
+// must not call the store. A nil f makes the store available again.
 func (s *Store) SetUnavailable(f func() bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unavailable = f
 }
 
-// Records returns a copy of every record of stream, in Seq order, whatever
-// its state and whoever holds the stream. It is for the simulator and
-// tests, which must see what the store holds without taking a lease.
+// Records returns a copy of every record of stream, in Seq order and in
+// the machine's form, whatever its state and whoever holds the stream. It
+// is for the simulator and tests, which must see what the store holds
+// without taking a lease.
 func (s *Store) Records(streamName string) []machine.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,7 +81,7 @@ func (s *Store) Records(streamName string) []machine.Record {
 	}
 	out := make([]machine.Record, len(st.recs))
 	for i, r := range st.recs {
-		out[i] = clone(r)
+		out[i] = clone(*r).Machine()
 	}
 	return out
 }
@@ -107,42 +95,36 @@ func (s *Store) Streams() []string {
 }
 
 // Enqueue implements store.Store.
-func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []byte) (machine.Record, bool, error) {
+func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []byte) (store.Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return machine.Record{}, false, err
+		return store.Record{}, false, err
 	}
-	switch {
-	case streamName == "":
-		return machine.Record{}, false, fmt.Errorf("%w: enqueue: stream is empty", store.ErrBadArgument)
-	case id == "":
-		return machine.Record{}, false, fmt.Errorf("%w: enqueue on stream %q: id is empty", store.ErrBadArgument, streamName)
-	case len(id) > machine.MaxIDBytes:
-		return machine.Record{}, false, fmt.Errorf("%w: enqueue on stream %q: id of %d bytes exceeds %d", store.ErrBadArgument, streamName, len(id), machine.MaxIDBytes)
+	if err := store.CheckEnqueue(streamName, id); err != nil {
+		return store.Record{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
 	if err := s.checkAvailable("enqueue"); err != nil {
-		return machine.Record{}, false, err
+		return store.Record{}, false, err
 	}
-	if at, ok := s.ids[id]; ok {
-		if at.stream != streamName {
-			return machine.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, at.stream)
+	if r, ok := s.ids[id]; ok {
+		if r.Stream != streamName {
+			return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, r.Stream)
 		}
-		return clone(s.record(at)), false, nil
+		return clone(*r), false, nil
 	}
 	st := s.stream(streamName)
-	rec := machine.Record{
-		ID:         id,
-		Seq:        uint64(len(st.recs)) + 1,
-		Payload:    bytes.Clone(payload),
-		AcceptedAt: now,
-		State:      machine.Pending,
-		NextAt:     now,
+	st.lastSeq++
+	rec := &store.Record{
+		Event: store.Event{
+			Stream: streamName, ID: id, Seq: st.lastSeq, Payload: bytes.Clone(payload), AcceptedAt: now,
+		},
+		Delivery: store.Delivery{State: machine.Pending, NextAt: now},
 	}
 	st.recs = append(st.recs, rec)
-	s.ids[id] = ref{stream: streamName, seq: rec.Seq}
-	return clone(rec), true, nil
+	s.ids[id] = rec
+	return clone(*rec), true, nil
 }
 
 // ClaimDue implements store.Store.
@@ -172,7 +154,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 			break
 		}
 		st := s.streams[name]
-		if st.lease.validAt(now) || !hasDue(st.recs, now) {
+		if st.lease.ValidAt(now) || !hasDue(st.recs, now) {
 			continue
 		}
 		out = append(out, s.grant(name, st, owner, now, ttl))
@@ -200,11 +182,11 @@ func (s *Store) Acquire(ctx context.Context, streamName, owner string, ttl time.
 		return store.Lease{}, err
 	}
 	st := s.stream(streamName)
-	if st.lease.validAt(now) {
+	if st.lease.ValidAt(now) {
 		// The same owner is refused too: it must Renew, so that a lease
 		// is only ever extended under the token it was granted with.
 		return store.Lease{}, fmt.Errorf("%w: acquire stream %q for %q: held by %q with token %d until %s",
-			store.ErrLeaseHeld, streamName, owner, st.lease.owner, st.lease.token, st.lease.expires.Format(time.RFC3339Nano))
+			store.ErrLeaseHeld, streamName, owner, st.lease.Owner, st.lease.Token, st.lease.Expires.Format(time.RFC3339Nano))
 	}
 	return s.grant(streamName, st, owner, now, ttl), nil
 }
@@ -227,10 +209,10 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	if err != nil {
 		return store.Lease{}, err
 	}
-	if until := now.Add(ttl); until.After(st.lease.expires) || plant.On(plant.RenewShrinks) {
-		st.lease.expires = until
+	if until := now.Add(ttl); until.After(st.lease.Expires) || plant.On(plant.RenewShrinks) {
+		st.lease.Expires = until
 	}
-	return st.lease.public(l.Stream), nil
+	return st.lease.Lease(l.Stream), nil
 }
 
 // Release implements store.Store.
@@ -248,14 +230,17 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 	if err != nil {
 		return err
 	}
-	st.lease.released = true
+	st.lease.Released = true
 	return nil
 }
 
 // Pending implements store.Store.
-func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64) ([]machine.Record, error) {
+func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: pending on stream %q: limit %d is below 1", store.ErrBadArgument, l.Stream, limit)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,17 +250,20 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64) ([]mac
 		return nil, err
 	}
 	var out []machine.Record
-	for _, r := range st.recs[min(after, uint64(len(st.recs))):] {
+	for _, r := range st.recs[st.firstAfter(after):] {
+		if len(out) == limit {
+			break
+		}
 		if !r.State.Terminal() {
-			out = append(out, clone(r))
+			out = append(out, clone(*r).Machine())
 		}
 	}
 	return out, nil
 }
 
-// Save implements store.Store. Every record is checked before any is
-// written, so a batch with one bad record changes nothing.
-func (s *Store) Save(ctx context.Context, l store.Lease, recs []machine.Record) error {
+// Save implements store.Store. Every update is checked before any is
+// written, so a batch with one bad update changes nothing.
+func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -288,55 +276,62 @@ func (s *Store) Save(ctx context.Context, l store.Lease, recs []machine.Record) 
 	if _, err := s.held("save", l, now); err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(recs))
-	for _, r := range recs {
-		if seen[r.ID] {
+	seen := make(map[string]bool, len(ups))
+	for _, u := range ups {
+		if seen[u.ID] {
 			// Two versions of one record in one batch: which one is
 			// the new history is ambiguous, so neither is.
-			return invalid(r.ID, "appears twice in the batch")
+			return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
 		}
-		seen[r.ID] = true
-		if err := s.checkWrite(l.Stream, r); err != nil {
+		seen[u.ID] = true
+		r, ok := s.ids[u.ID]
+		if !ok {
+			return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
+		}
+		if r.Stream != l.Stream {
+			return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
+		}
+		if err := store.CheckUpdate(*r, u); err != nil {
 			return err
 		}
 	}
-	for _, r := range recs {
-		at := s.ids[r.ID]
-		stored := &s.streams[at.stream].recs[at.seq-1]
-		if stored.State.Terminal() {
-			// Checked identical in what matters; leave it untouched so
-			// that a terminal record never changes at all.
-			continue
+	for _, u := range ups {
+		r := s.ids[u.ID]
+		if r.State.Terminal() {
+			continue // checked equal: a terminal record never changes at all
 		}
-		*stored = clone(r)
+		store.Apply(r, u, now)
 	}
 	return nil
 }
 
 // Get implements store.Store.
-func (s *Store) Get(ctx context.Context, id string) (machine.Record, error) {
+func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return machine.Record{}, err
+		return store.Record{}, err
 	}
 	if id == "" {
-		return machine.Record{}, fmt.Errorf("%w: get: id is empty", store.ErrBadArgument)
+		return store.Record{}, fmt.Errorf("%w: get: id is empty", store.ErrBadArgument)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, ok := s.ids[id]
+	r, ok := s.ids[id]
 	if !ok {
-		return machine.Record{}, fmt.Errorf("%w: get %q", store.ErrNotFound, id)
+		return store.Record{}, fmt.Errorf("%w: get %q", store.ErrNotFound, id)
 	}
-	return clone(s.record(at)), nil
+	return clone(*r), nil
 }
 
 // DeadLetters implements store.Store.
-func (s *Store) DeadLetters(ctx context.Context, streamName string) ([]machine.Record, error) {
+func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64, limit int) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if streamName == "" {
+	switch {
+	case streamName == "":
 		return nil, fmt.Errorf("%w: dead letters: stream is empty", store.ErrBadArgument)
+	case limit < 1:
+		return nil, fmt.Errorf("%w: dead letters of stream %q: limit %d is below 1", store.ErrBadArgument, streamName, limit)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,19 +339,105 @@ func (s *Store) DeadLetters(ctx context.Context, streamName string) ([]machine.R
 	if st == nil {
 		return nil, nil
 	}
-	var out []machine.Record
-	for _, r := range st.recs {
+	var out []store.Record
+	for _, r := range st.recs[st.firstAfter(after):] {
+		if len(out) == limit {
+			break
+		}
 		if r.State == machine.Dead {
-			out = append(out, clone(r))
+			out = append(out, clone(*r))
 		}
 	}
 	return out, nil
+}
+
+// Replay implements store.Store.
+func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error) {
+	return s.operate(ctx, "replay", id, by, func(r *store.Record, st *stream, now time.Time) {
+		// The replay's own token: every lease granted before it is stale,
+		// and the stream is free to claim at once.
+		s.lastToken++
+		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
+		store.ApplyReplay(r, by, now, s.lastToken)
+	})
+}
+
+// Discard implements store.Store.
+func (s *Store) Discard(ctx context.Context, id, by string) (store.Record, error) {
+	return s.operate(ctx, "discard", id, by, func(r *store.Record, _ *stream, now time.Time) {
+		store.ApplyDiscard(r, by, now)
+	})
+}
+
+// operate runs an operator action on the dead letter id.
+func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.Record, *stream, time.Time)) (store.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Record{}, err
+	}
+	if err := store.CheckOperator(op, id, by); err != nil {
+		return store.Record{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	if err := s.checkAvailable(op); err != nil {
+		return store.Record{}, err
+	}
+	r, ok := s.ids[id]
+	if !ok {
+		return store.Record{}, fmt.Errorf("%w: %s %q", store.ErrNotFound, op, id)
+	}
+	if err := store.CheckDeadLetter(op, *r); err != nil {
+		return store.Record{}, err
+	}
+	act(r, s.streams[r.Stream], now)
+	return clone(*r), nil
+}
+
+// DeleteSettled implements store.Store.
+func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	switch {
+	case retention <= 0:
+		return 0, fmt.Errorf("%w: delete settled: retention %v is not positive", store.ErrBadArgument, retention)
+	case limit < 1:
+		return 0, fmt.Errorf("%w: delete settled: limit %d is below 1", store.ErrBadArgument, limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	if err := s.checkAvailable("delete settled"); err != nil {
+		return 0, err
+	}
+	cutoff := now.Add(-retention)
+	var old []*store.Record
+	for _, r := range s.ids {
+		if !r.SettledAt.IsZero() && !r.SettledAt.After(cutoff) {
+			old = append(old, r)
+		}
+	}
+	// Oldest first, then by ID, so that which records a limited call
+	// deletes does not depend on map order.
+	slices.SortFunc(old, func(a, b *store.Record) int {
+		return cmp.Or(a.SettledAt.Compare(b.SettledAt), cmp.Compare(a.ID, b.ID))
+	})
+	old = old[:min(limit, len(old))]
+	for _, r := range old {
+		delete(s.ids, r.ID)
+		st := s.streams[r.Stream]
+		st.recs = slices.DeleteFunc(st.recs, func(x *store.Record) bool { return x == r })
+	}
+	return len(old), nil
 }
 
 // clock reads the store's clock, once per call and under the lock, so
 // that every decision of one call is judged at one instant and calls are
 // judged in the order they hold the lock. The monotonic reading is
 // dropped: a stored time is a wall-clock instant, as a database keeps it.
+// It is not truncated to the microsecond: the simulator's instants are
+// kept exactly, which the contract allows.
 func (s *Store) clock() time.Time { return s.now().Round(0) }
 
 // checkAvailable reports the injected failure, if any, for a write.
@@ -377,8 +458,6 @@ func (s *Store) stream(name string) *stream {
 	return st
 }
 
-func (s *Store) record(at ref) machine.Record { return s.streams[at.stream].recs[at.seq-1] }
-
 func (s *Store) streamNames() []string {
 	names := make([]string, 0, len(s.streams))
 	for name, st := range s.streams {
@@ -390,84 +469,42 @@ func (s *Store) streamNames() []string {
 	return names
 }
 
+// firstAfter is the index of the first record with Seq above after.
+func (st *stream) firstAfter(after uint64) int {
+	i, _ := slices.BinarySearchFunc(st.recs, after+1, func(r *store.Record, seq uint64) int { return cmp.Compare(r.Seq, seq) })
+	return i
+}
+
 // grant gives owner a new lease on st, under the next token.
 func (s *Store) grant(name string, st *stream, owner string, now time.Time, ttl time.Duration) store.Lease {
 	s.lastToken++
-	st.lease = lease{owner: owner, token: s.lastToken, expires: now.Add(ttl)}
-	return st.lease.public(name)
+	st.lease = store.Held{Owner: owner, Token: s.lastToken, Expires: now.Add(ttl)}
+	return st.lease.Lease(name)
 }
 
 // held returns l's stream if l is its valid current lease, or an error
-// wrapping store.ErrStaleLease that says why it is not. Only the store's
-// record of the lease counts: l.Expires is the caller's copy and may be
-// older than a renewal.
+// wrapping store.ErrStaleLease that says why it is not.
 func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	st := s.streams[l.Stream]
-	var why string
 	switch {
-	case st == nil || st.lease.token == 0:
-		why = "no lease was ever granted on the stream"
-	case plant.On(plant.SkipFencing):
+	case st != nil && st.lease.Token != 0 && plant.On(plant.SkipFencing):
 		return st, nil // the planted bug: any lease on the stream will do
-	case st.lease.token != l.Token:
-		why = fmt.Sprintf("the current token is %d", st.lease.token)
-	case st.lease.owner != l.Owner:
-		why = fmt.Sprintf("the token was granted to %q", st.lease.owner)
-	case st.lease.released:
-		why = "it was released"
-	case !now.Before(st.lease.expires) && !plant.On(plant.WriteAfterExpiry):
-		why = "it expired at " + st.lease.expires.Format(time.RFC3339Nano)
-	default:
-		return st, nil
+	case st == nil:
+		return nil, store.CheckHeld(op, store.Held{}, l, now)
 	}
-	return nil, fmt.Errorf("%w: %s on stream %q by %q with token %d: %s",
-		store.ErrStaleLease, op, l.Stream, l.Owner, l.Token, why)
-}
-
-// checkWrite checks r against the stored record it would replace: the
-// history a Save may not rewrite.
-func (s *Store) checkWrite(streamName string, r machine.Record) error {
-	at, ok := s.ids[r.ID]
-	if !ok {
-		return invalid(r.ID, "no such record")
+	if plant.On(plant.WriteAfterExpiry) {
+		now = time.Time{} // the planted bug: an expired lease still writes
 	}
-	if at.stream != streamName {
-		return invalid(r.ID, fmt.Sprintf("belongs to stream %q, not the lease's stream %q", at.stream, streamName))
+	if err := store.CheckHeld(op, st.lease, l, now); err != nil {
+		return nil, err
 	}
-	stored := s.record(at)
-	switch {
-	case r.Seq != stored.Seq:
-		return invalid(r.ID, fmt.Sprintf("seq %d, stored %d", r.Seq, stored.Seq))
-	case !r.AcceptedAt.Equal(stored.AcceptedAt):
-		return invalid(r.ID, fmt.Sprintf("accepted at %s, stored %s",
-			r.AcceptedAt.Format(time.RFC3339Nano), stored.AcceptedAt.Format(time.RFC3339Nano)))
-	case !bytes.Equal(r.Payload, stored.Payload):
-		return invalid(r.ID, "payload differs from the one accepted")
-	case r.State < machine.Pending || r.State > machine.Dead:
-		return invalid(r.ID, fmt.Sprintf("invalid state %v", r.State))
-	case r.State == machine.Dead && (r.Reason < machine.Exhausted || r.Reason > machine.Rejected):
-		return invalid(r.ID, fmt.Sprintf("dead with invalid reason %v", r.Reason))
-	case r.State != machine.Dead && r.Reason != machine.NotDead:
-		return invalid(r.ID, fmt.Sprintf("%v with dead reason %v", r.State, r.Reason))
-	case stored.State.Terminal() && (r.State != stored.State || r.Reason != stored.Reason || r.Attempts != stored.Attempts):
-		return invalid(r.ID, fmt.Sprintf("terminal record changed: %v %v attempts=%d, stored %v %v attempts=%d",
-			r.State, r.Reason, r.Attempts, stored.State, stored.Reason, stored.Attempts))
-	case r.Attempts < stored.Attempts:
-		return invalid(r.ID, fmt.Sprintf("attempts fell from %d to %d", stored.Attempts, r.Attempts))
-	case r.Attempts > stored.Attempts+1:
-		return invalid(r.ID, fmt.Sprintf("attempts jumped from %d to %d", stored.Attempts, r.Attempts))
-	}
-	return nil
-}
-
-func invalid(id, what string) error {
-	return fmt.Errorf("%w: record %q: %s", store.ErrInvalidWrite, id, what)
+	return st, nil
 }
 
 // hasDue reports whether recs hold due work at now: a parked record (a
 // probe is owed, whatever its NextAt) or a pending or retry record whose
 // NextAt has come.
-func hasDue(recs []machine.Record, now time.Time) bool {
+func hasDue(recs []*store.Record, now time.Time) bool {
 	for _, r := range recs {
 		switch r.State {
 		case machine.Parked:
@@ -481,17 +518,10 @@ func hasDue(recs []machine.Record, now time.Time) bool {
 	return false
 }
 
-func (l lease) validAt(now time.Time) bool {
-	return l.token != 0 && !l.released && now.Before(l.expires)
-}
-
-func (l lease) public(streamName string) store.Lease {
-	return store.Lease{Stream: streamName, Owner: l.owner, Token: l.token, Expires: l.expires}
-}
-
-// clone copies r with its own payload, so that no caller shares memory
-// with the store.
-func clone(r machine.Record) machine.Record {
+// clone copies r with its own payload and history, so that no caller
+// shares memory with the store.
+func clone(r store.Record) store.Record {
 	r.Payload = bytes.Clone(r.Payload)
+	r.History = slices.Clone(r.History)
 	return r
 }

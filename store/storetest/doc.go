@@ -16,15 +16,23 @@
 //	}
 //
 // The factory is called once per check, so each check starts empty. A
-// backend with external state (a database) should create a fresh schema
-// or database per call and drop it with t.Cleanup. The store must read
-// time only from now: the suite drives that clock itself (a fake clock it
-// advances), which is how it tests expiry and due work without sleeping.
-// Run it with -race: some checks call the store from many goroutines.
+// backend with external state (a database) creates a fresh schema or
+// database per call and drops it with t.Cleanup.
+//
+// # Time under the test's control
+//
+// The store must read time only from now: the suite drives that clock
+// itself (a Clock it advances in steps no finer than a microsecond), which
+// is how it tests expiry, due work and retention without sleeping. A SQL
+// backend passes now as the clock that replaces the database's now()
+// (its Options.Now); see "Time under test" in package store for why that
+// tests the same statements production runs. Run the suite with -race:
+// some checks call the store from many goroutines.
 //
 // # What it proves
 //
-// Each check is a subtest named for the property it proves:
+// Each check is a subtest named for the rule it proves; its function's
+// comment says how. In short:
 //
 //   - enqueue is idempotent by ID in every state, keeps the first
 //     payload, refuses an ID that belongs to another stream, treats IDs as
@@ -32,14 +40,26 @@
 //   - a lease is exclusive (of many concurrent Acquire or ClaimDue calls
 //     exactly one wins a stream), its token grows with every grant, and
 //     only due work is claimed, in stream-name order, at most max;
-//   - fencing: a forged, expired, replaced or released lease can neither
-//     write, renew, release nor read, and its attempts change nothing;
+//   - fencing: a forged (token or owner), expired, replaced, released or
+//     replay-revoked lease can neither write, renew, release nor read, and
+//     its attempts change nothing; a released lease is stale at once;
 //   - renewal keeps the token and never shortens the lease;
-//   - Save is atomic and refuses to rewrite history (ErrInvalidWrite);
+//   - Save is atomic, never touches the event, and refuses every write no
+//     machine could make (ErrInvalidWrite): history rewritten, any field
+//     of a terminal record changed, a result without an attempt behind it
+//     or in the same write as a new attempt, an outcome of an attempt
+//     never made or older than the last, an unbounded detail;
+//   - the last outcome is kept with the record and stamped by the store;
+//   - Pending and DeadLetters page by Seq with a limit;
 //   - a retry's schedule is durable; delivered and dead records are
 //     terminal, never claimed, and stay readable with their reason;
+//   - replay gives a dead letter a fresh budget, is recorded and fenced;
+//     discard settles it; operator actions on anything else are refused;
+//   - retention deletes settled records once old enough, never an
+//     undiscarded dead letter, and never reuses a Seq;
 //   - a cancelled context changes nothing, in every method.
 //
 // It does not prove durability across a process crash, which no
-// in-process test can; a backend must argue that on its own.
+// in-process test can, nor the ErrUnknown outcome of a lost reply; each
+// SQL backend proves those with its own kill loop.
 package storetest

@@ -18,8 +18,15 @@ func enqueueNewRecord(e *env) {
 	e.clock.Advance(time.Second)
 	got2 := e.enqueue("s", "e2", "p2")
 
-	want := machine.Record{ID: "e1", Seq: 1, Payload: []byte("p1"), AcceptedAt: epoch, State: machine.Pending, NextAt: epoch}
-	want2 := machine.Record{ID: "e2", Seq: 2, Payload: []byte("p2"), AcceptedAt: epoch.Add(time.Second), State: machine.Pending, NextAt: epoch.Add(time.Second)}
+	at2 := epoch.Add(time.Second)
+	want := store.Record{
+		Event:    store.Event{Stream: "s", ID: "e1", Seq: 1, Payload: []byte("p1"), AcceptedAt: epoch},
+		Delivery: store.Delivery{State: machine.Pending, NextAt: epoch},
+	}
+	want2 := store.Record{
+		Event:    store.Event{Stream: "s", ID: "e2", Seq: 2, Payload: []byte("p2"), AcceptedAt: at2},
+		Delivery: store.Delivery{State: machine.Pending, NextAt: at2},
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		e.t.Errorf("Enqueue e1 (-want +got):\n%s", diff)
 	}
@@ -45,7 +52,7 @@ func enqueueIdempotent(e *env) {
 
 	for _, c := range []struct {
 		id, payload string
-		want        machine.Record
+		want        store.Record
 	}{
 		{"e1", "different", moved},
 		{"e1", "original", moved},

@@ -13,14 +13,13 @@ import (
 // refusedStale fails the check unless every lease-checked method refuses
 // l with ErrStaleLease. The Save it tries would be a valid next attempt of
 // rec under a valid lease.
-func (e *env) refusedStale(what string, l store.Lease, rec machine.Record) {
+func (e *env) refusedStale(what string, l store.Lease, rec store.Record) {
 	e.t.Helper()
-	next := rec
-	next.Attempts++
-	e.wantErr(what+": Save", e.s.Save(e.ctx, l, []machine.Record{next}), store.ErrStaleLease)
+	next := up(rec, rec.State, rec.Attempts+1, rec.NextAt, rec.Reason, nil)
+	e.wantErr(what+": Save", e.s.Save(e.ctx, l, []store.Update{next}), store.ErrStaleLease)
 	_, err := e.s.Renew(e.ctx, l, time.Hour)
 	e.wantErr(what+": Renew", err, store.ErrStaleLease)
-	_, err = e.s.Pending(e.ctx, l, 0)
+	_, err = e.s.Pending(e.ctx, l, 0, 10)
 	e.wantErr(what+": Pending", err, store.ErrStaleLease)
 	e.wantErr(what+": Release", e.s.Release(e.ctx, l), store.ErrStaleLease)
 }
@@ -103,9 +102,9 @@ func renewExtendsKeepsToken(e *env) {
 	}
 	e.unchanged("Renew", before)
 
-	e.clock.Advance(2*ttl - time.Nanosecond)
-	e.leaseValid("a nanosecond before the renewed expiry", store.Lease{Stream: "s", Owner: "w1", Token: l.Token, Expires: epoch.Add(4*time.Second + 2*ttl)})
-	e.clock.Advance(time.Nanosecond)
+	e.clock.Advance(2*ttl - tick)
+	e.leaseValid("a tick before the renewed expiry", store.Lease{Stream: "s", Owner: "w1", Token: l.Token, Expires: epoch.Add(4*time.Second + 2*ttl)})
+	e.clock.Advance(tick)
 	_, err := e.s.Renew(e.ctx, l, ttl)
 	e.wantErr("Renew at the renewed expiry", err, store.ErrStaleLease)
 }
@@ -143,7 +142,7 @@ func pendingOrderAndAfter(e *env) {
 	e.update("s", "e2", func(r *machine.Record) { r.State, r.Attempts = machine.Delivered, 1 })
 	e.update("s", "e3", func(r *machine.Record) { r.State, r.Attempts = machine.Parked, 1 })
 	l := e.acquire("s", "w")
-	e1, e3, e4 := e.get("e1"), e.get("e3"), e.get("e4")
+	e1, e3, e4 := e.mrec("e1"), e.mrec("e3"), e.mrec("e4")
 	for _, c := range []struct {
 		after uint64
 		want  []machine.Record

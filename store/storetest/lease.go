@@ -36,10 +36,10 @@ func leaseHeldRefusesAcquire(e *env) {
 		_, err := e.s.Acquire(e.ctx, "s", owner, ttl)
 		e.wantErr(fmt.Sprintf("Acquire by %s while w1 holds the stream", owner), err, store.ErrLeaseHeld)
 	}
-	e.clock.Advance(ttl - time.Nanosecond)
+	e.clock.Advance(ttl - tick)
 	_, err := e.s.Acquire(e.ctx, "s", "w2", ttl)
-	e.wantErr("Acquire by w2 a nanosecond before w1's lease expires", err, store.ErrLeaseHeld)
-	e.clock.Advance(time.Nanosecond)
+	e.wantErr("Acquire by w2 a tick before w1's lease expires", err, store.ErrLeaseHeld)
+	e.clock.Advance(tick)
 	l2 := e.acquire("s", "w2")
 	if l2.Token <= l.Token {
 		e.t.Errorf("token after expiry = %d, want above %d", l2.Token, l.Token)
@@ -202,11 +202,11 @@ func claimOnlyDueWork(e *env) {
 	for _, l := range claimed {
 		e.release(l)
 	}
-	e.clock.Advance(5*time.Second - time.Nanosecond)
+	e.clock.Advance(5*time.Second - tick)
 	if diff := cmp.Diff([]string{"a-pending", "c-parked"}, streamsOf(e.claim("w", 10)), diffOpts...); diff != "" {
-		e.t.Errorf("claimed a nanosecond before the retry is due (-want +got):\n%s", diff)
+		e.t.Errorf("claimed a tick before the retry is due (-want +got):\n%s", diff)
 	}
-	e.clock.Advance(time.Nanosecond)
+	e.clock.Advance(tick)
 	if diff := cmp.Diff([]string{"b-retry"}, streamsOf(e.claim("w", 10)), diffOpts...); diff != "" {
 		e.t.Errorf("claimed when the retry is due (-want +got):\n%s", diff)
 	}

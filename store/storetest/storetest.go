@@ -56,19 +56,33 @@ var checks = []check{
 	{"claim-max-and-name-order", claimMaxAndNameOrder},
 	{"fencing-forged-token", fencingForgedToken},
 	{"fencing-expired-lease", fencingExpiredLease},
+	{"fencing-forged-owner", fencingForgedOwner},
 	{"renew-extends-keeps-token", renewExtendsKeepsToken},
 	{"release-frees-stream", releaseFreesStream},
+	{"release-stale-at-once", releaseStaleAtOnce},
 	{"pending-order-and-after", pendingOrderAndAfter},
 	{"save-valid-writes", saveValidWrites},
+	{"save-terminal-again", saveTerminalAgain},
 	{"save-invalid-writes", saveInvalidWrites},
 	{"save-atomic", saveAtomic},
 	{"save-retry-schedule", saveRetrySchedule},
 	{"terminal-records", terminalRecords},
+	{"outcome-kept", outcomeKept},
+	{"pending-pages", pendingPages},
+	{"dead-letters-pages", deadLettersPages},
+	{"replay-fresh-budget", replayFreshBudget},
+	{"operator-refused", operatorRefused},
+	{"discard-settles", discardSettles},
+	{"retention", retention},
 	{"cancelled-context", cancelledContext},
 }
 
 // epoch is where every check's clock starts.
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tick is the finest step of time a store must tell apart: the contract
+// allows a backend to keep its times to the microsecond.
+const tick = time.Microsecond
 
 // ttl is the lease length the checks use unless they say otherwise.
 const ttl = 10 * time.Second
@@ -120,7 +134,7 @@ func newEnv(t *testing.T, newStore Factory) *env {
 // which an empty result is.
 var diffOpts = []cmp.Option{cmpopts.EquateEmpty()}
 
-func (e *env) enqueue(streamName, id, payload string) machine.Record {
+func (e *env) enqueue(streamName, id, payload string) store.Record {
 	e.t.Helper()
 	rec, created, err := e.s.Enqueue(e.ctx, streamName, id, []byte(payload))
 	if err != nil {
@@ -166,14 +180,20 @@ func (e *env) release(l store.Lease) {
 	}
 }
 
+// save saves recs, as a machine's batch would persist them.
 func (e *env) save(l store.Lease, recs ...machine.Record) {
 	e.t.Helper()
-	if err := e.s.Save(e.ctx, l, recs); err != nil {
+	e.saveUpdates(l, store.UpdatesOf(recs)...)
+}
+
+func (e *env) saveUpdates(l store.Lease, ups ...store.Update) {
+	e.t.Helper()
+	if err := e.s.Save(e.ctx, l, ups); err != nil {
 		e.t.Fatalf("Save(%+v): %v", l, err)
 	}
 }
 
-func (e *env) get(id string) machine.Record {
+func (e *env) get(id string) store.Record {
 	e.t.Helper()
 	rec, err := e.s.Get(e.ctx, id)
 	if err != nil {
@@ -182,18 +202,31 @@ func (e *env) get(id string) machine.Record {
 	return rec
 }
 
+// mrec is record id in the machine's form.
+func (e *env) mrec(id string) machine.Record {
+	e.t.Helper()
+	return e.get(id).Machine()
+}
+
+// pending reads every waiting record of l's stream after after, in one
+// page big enough for any check.
 func (e *env) pending(l store.Lease, after uint64) []machine.Record {
 	e.t.Helper()
-	recs, err := e.s.Pending(e.ctx, l, after)
+	return e.pendingPage(l, after, 1000)
+}
+
+func (e *env) pendingPage(l store.Lease, after uint64, limit int) []machine.Record {
+	e.t.Helper()
+	recs, err := e.s.Pending(e.ctx, l, after, limit)
 	if err != nil {
-		e.t.Fatalf("Pending(%+v, %d): %v", l, after, err)
+		e.t.Fatalf("Pending(%+v, %d, %d): %v", l, after, limit, err)
 	}
 	return recs
 }
 
-func (e *env) deadLetters(streamName string) []machine.Record {
+func (e *env) deadLetters(streamName string) []store.Record {
 	e.t.Helper()
-	recs, err := e.s.DeadLetters(e.ctx, streamName)
+	recs, err := e.s.DeadLetters(e.ctx, streamName, 0, 1000)
 	if err != nil {
 		e.t.Fatalf("DeadLetters(%q): %v", streamName, err)
 	}
@@ -201,23 +234,29 @@ func (e *env) deadLetters(streamName string) []machine.Record {
 }
 
 // update moves record id of streamName on, as an owner would: it takes
-// the stream's lease, saves the changed record and releases the lease. It
-// is for setting a scene, not for the property under test.
-func (e *env) update(streamName, id string, change func(r *machine.Record)) machine.Record {
+// the stream's lease, persists each new attempt on its own first (as the
+// machine does before it sends), saves the changed record and releases
+// the lease. It is for setting a scene, not for the property under test.
+func (e *env) update(streamName, id string, change func(r *machine.Record)) store.Record {
 	e.t.Helper()
 	l := e.acquire(streamName, "setup")
-	r := e.get(id)
-	change(&r)
-	e.save(l, r)
+	r := e.mrec(id)
+	want := r
+	change(&want)
+	for r.Attempts < want.Attempts {
+		r.Attempts++
+		e.save(l, r)
+	}
+	e.save(l, want)
 	e.release(l)
 	return e.get(id)
 }
 
 // snapshot reads the records named by ids, to compare before and after a
 // call that must change nothing.
-func (e *env) snapshot(ids ...string) map[string]machine.Record {
+func (e *env) snapshot(ids ...string) map[string]store.Record {
 	e.t.Helper()
-	out := make(map[string]machine.Record, len(ids))
+	out := make(map[string]store.Record, len(ids))
 	for _, id := range ids {
 		out[id] = e.get(id)
 	}
@@ -225,7 +264,7 @@ func (e *env) snapshot(ids ...string) map[string]machine.Record {
 }
 
 // unchanged fails the check if the records in before changed.
-func (e *env) unchanged(what string, before map[string]machine.Record) {
+func (e *env) unchanged(what string, before map[string]store.Record) {
 	e.t.Helper()
 	ids := make([]string, 0, len(before))
 	for id := range before {

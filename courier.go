@@ -1,0 +1,318 @@
+package courier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/worker"
+)
+
+// Config is a Service's worker, channel and limits.
+type Config struct {
+	// Worker is the worker's identity, store, policy and lease timing. Its
+	// Observer, if set, sees every event after the Service's own logs and
+	// metrics.
+	Worker worker.Config
+	// Channel carries the attempts and probes.
+	Channel channel.Channel
+	// MaxInFlight bounds the sends and probes in flight at once, over all
+	// streams. Zero means 64.
+	MaxInFlight int
+	// StoreTimeout bounds each round of store calls (one Advance or one
+	// reply's batch). Zero means 10s.
+	StoreTimeout time.Duration
+	// ShutdownTimeout is how long Run lets attempts in flight finish after
+	// its context ends, before it cancels them. Zero means 30s.
+	ShutdownTimeout time.Duration
+
+	// Logger receives structured logs; nil means slog.Default(). No
+	// payload is ever logged.
+	Logger *slog.Logger
+	// MeterProvider and TracerProvider default to OpenTelemetry's global
+	// ones.
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
+}
+
+// Service runs one worker: it claims streams, delivers their events over
+// the channel, and lets producers publish. Build it with New, run it with
+// Run; Publish may be called from any goroutine, before or during Run.
+type Service struct {
+	cfg  Config
+	w    *worker.Worker
+	tel  *telemetry
+	sem  chan struct{}
+	repl chan worker.Reply
+
+	mu      sync.Mutex
+	notify  map[string]struct{} // streams published to locally since the loop looked
+	kick    chan struct{}       // capacity 1: the loop has notifications to read
+	running bool
+}
+
+// New checks cfg and returns a Service that is not running yet.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Channel == nil:
+		return nil, fmt.Errorf("%w: Channel is nil", worker.ErrInvalidConfig)
+	case cfg.MaxInFlight < 0:
+		return nil, fmt.Errorf("%w: MaxInFlight is %d; must not be negative", worker.ErrInvalidConfig, cfg.MaxInFlight)
+	case cfg.StoreTimeout < 0 || cfg.ShutdownTimeout < 0:
+		return nil, fmt.Errorf("%w: StoreTimeout and ShutdownTimeout must not be negative", worker.ErrInvalidConfig)
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = 64
+	}
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = 10 * time.Second
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
+	}
+	tel, err := newTelemetry(cfg.Logger, cfg.MeterProvider, cfg.TracerProvider, cfg.Worker.Observer)
+	if err != nil {
+		return nil, err
+	}
+	wc := cfg.Worker
+	wc.Observer = tel
+	w, err := worker.New(wc)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		cfg:    cfg,
+		w:      w,
+		tel:    tel,
+		sem:    make(chan struct{}, cfg.MaxInFlight),
+		repl:   make(chan worker.Reply),
+		notify: make(map[string]struct{}),
+		kick:   make(chan struct{}, 1),
+	}, nil
+}
+
+// Receipt says what the store holds for a published event.
+type Receipt struct {
+	// Seq is the event's place in its stream.
+	Seq uint64
+	// Duplicate is true when the ID had been published before: nothing
+	// changed, not even the payload.
+	Duplicate bool
+}
+
+// Publish stores an event durably at the end of stream and returns once
+// it is: a nil error means the event will be delivered or kept as a dead
+// letter, whatever crashes later. Publishing an ID again is idempotent.
+// On an error the event may or may not have been stored; publish it again
+// with the same ID. If this Service owns the stream, its worker adopts the
+// event at once; otherwise the owner finds it at its next poll.
+func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte) (Receipt, error) {
+	rec, created, err := s.cfg.Worker.Store.Enqueue(ctx, stream, id, payload)
+	if err != nil {
+		s.tel.storeFailed(ctx, "Enqueue", err)
+		return Receipt{}, fmt.Errorf("courier: publish %q on stream %q: %w", id, stream, err)
+	}
+	s.mu.Lock()
+	s.notify[stream] = struct{}{}
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default: // the loop has a kick pending already
+	}
+	return Receipt{Seq: rec.Seq, Duplicate: !created}, nil
+}
+
+// ErrRunning is returned by Run when the Service is running already.
+var ErrRunning = errors.New("courier: service already running")
+
+// Run delivers until ctx ends, then shuts down gracefully: it claims and
+// starts nothing more, lets the attempts in flight finish for up to
+// ShutdownTimeout (then cancels them), and releases its leases. It
+// returns nil after a shutdown that ctx asked for. Every goroutine it
+// started has ended when it returns.
+func (s *Service) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return ErrRunning
+	}
+	s.running = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+
+	// Store calls outlive ctx: replies that come in during the shutdown
+	// must still be persisted, and the leases released.
+	base := context.WithoutCancel(ctx)
+	sendCtx, cancelSends := context.WithCancel(base)
+	defer cancelSends()
+	l := &loop{s: s, base: base, sendCtx: sendCtx}
+	l.advance(time.Now())
+	l.run(ctx.Done(), false)
+
+	// Shutdown: no claim, no new attempt; wait for those out.
+	s.w.Drain()
+	s.cfg.Logger.LogAttrs(base, slog.LevelInfo, "courier: shutting down",
+		slog.String("owner", s.cfg.Worker.Owner), slog.Int("in_flight", l.inFlight))
+	grace, cancelGrace := context.WithTimeout(base, s.cfg.ShutdownTimeout)
+	defer cancelGrace()
+	l.run(grace.Done(), true)
+	if l.inFlight > 0 {
+		s.cfg.Logger.LogAttrs(base, slog.LevelWarn, "courier: shutdown timeout; cancelling attempts in flight",
+			slog.Int("in_flight", l.inFlight))
+		cancelSends()
+		l.run(nil, true)
+	}
+	sctx, cancel := context.WithTimeout(base, s.cfg.StoreTimeout)
+	defer cancel()
+	s.w.Stop(sctx, time.Now())
+	s.tel.snapshot(s.w)
+	return nil
+}
+
+// loop is the goroutine that owns the worker: every store call, every
+// machine step and every reply goes through it.
+type loop struct {
+	s        *Service
+	base     context.Context
+	sendCtx  context.Context
+	inFlight int
+}
+
+// run serves the worker until stop closes or, when draining, until no
+// send or probe is in flight.
+func (l *loop) run(stop <-chan struct{}, draining bool) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if draining && l.inFlight == 0 {
+			return
+		}
+		now := time.Now()
+		next := l.s.w.Next()
+		if !next.IsZero() && !next.After(now) {
+			l.advance(now)
+			continue
+		}
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = next.Sub(now)
+		}
+		timer.Reset(wait)
+		select {
+		case <-stop:
+			return
+		case r := <-l.s.repl:
+			l.inFlight--
+			l.deliver(r)
+		case <-l.s.kick:
+			l.s.mu.Lock()
+			for stream := range l.s.notify {
+				l.s.w.Notify(stream)
+				delete(l.s.notify, stream)
+			}
+			l.s.mu.Unlock()
+		case <-timer.C:
+		}
+	}
+}
+
+// advance runs the worker's timed work, its store calls bounded by
+// StoreTimeout.
+func (l *loop) advance(now time.Time) {
+	ctx, cancel := context.WithTimeout(l.base, l.s.cfg.StoreTimeout)
+	defer cancel()
+	l.dispatch(l.s.w.Advance(ctx, now))
+	l.s.tel.snapshotEvery(l.s.w, now)
+}
+
+// deliver hands a reply to the worker, its store calls bounded by
+// StoreTimeout.
+func (l *loop) deliver(r worker.Reply) {
+	ctx, cancel := context.WithTimeout(l.base, l.s.cfg.StoreTimeout)
+	defer cancel()
+	l.dispatch(l.s.w.Deliver(ctx, time.Now(), r))
+}
+
+// dispatch starts one goroutine per send and probe; each hands its
+// outcome back to the loop.
+func (l *loop) dispatch(fx worker.Effects) {
+	for _, x := range fx.Sends {
+		l.inFlight++
+		go func() { l.s.repl <- x.Reply(l.s.send(l.sendCtx, x)) }()
+	}
+	for _, p := range fx.Probes {
+		l.inFlight++
+		go func() { l.s.repl <- p.Reply(l.s.probe(l.sendCtx, p)) }()
+	}
+}
+
+// acquire takes a slot of the global bound, or gives up when ctx ends.
+func (s *Service) acquire(ctx context.Context) bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Service) release() { <-s.sem }
+
+// send carries out one attempt: under the global bound, never at or after
+// the lease's end by this worker's clock, within the attempt's timeout.
+func (s *Service) send(ctx context.Context, x worker.Send) channel.Outcome {
+	if !s.acquire(ctx) {
+		return channel.Outcome{Result: machine.OutcomeTimedOut, Detail: "not sent: shutting down"}
+	}
+	defer s.release()
+	if !time.Now().Before(x.Deadline) {
+		s.tel.notSent(ctx, x)
+		return channel.Outcome{Result: machine.OutcomeFailed, Detail: "not sent: the lease may have run out"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, x.Timeout)
+	defer cancel()
+	ctx, span := s.tel.startAttempt(ctx, x)
+	out := s.cfg.Channel.Send(ctx, x.Attempt)
+	if out.Result == 0 {
+		out.Result = machine.OutcomeTimedOut // a channel that breaks its contract
+	}
+	out.Detail = channel.Truncate(out.Detail)
+	s.tel.endAttempt(span, out)
+	return out
+}
+
+// probe runs one health probe under the same rules as a send.
+func (s *Service) probe(ctx context.Context, p worker.Probe) channel.Outcome {
+	if !s.acquire(ctx) {
+		return channel.Outcome{Result: machine.OutcomeTimedOut, Detail: "not probed: shutting down"}
+	}
+	defer s.release()
+	if !time.Now().Before(p.Deadline) {
+		return channel.Outcome{Result: machine.OutcomeFailed, Detail: "not probed: the lease may have run out"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	return s.cfg.Channel.Probe(ctx, p.Stream)
+}

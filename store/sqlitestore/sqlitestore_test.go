@@ -1,0 +1,113 @@
+// This file proves that sqlitestore passes the storetest conformance
+// suite on real files, and that opening refuses what is not a courier
+// database without touching it, migrates an older schema and refuses a
+// newer one.
+package sqlitestore
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store {
+		s, err := Open(t.Context(), filepath.Join(t.TempDir(), "courier.db"), Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestRefusesForeignFiles: a file that is not SQLite, and a SQLite file
+// of another application, are refused with an error that says so, and
+// their bytes are unchanged.
+func TestRefusesForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("shopping list: milk, eggs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Another application's SQLite file: a table of its own, its own id,
+	// written with the raw driver as that application would.
+	foreign := filepath.Join(dir, "foreign.db")
+	writeForeign(t, foreign)
+
+	for _, c := range []struct{ path, want string }{
+		{text, "not a SQLite database"},
+		{foreign, "not a courier database"},
+	} {
+		before, err := os.ReadFile(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(t.Context(), c.path, Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%s) = %v, want an error saying %q", filepath.Base(c.path), err, c.want)
+		}
+		after, err := os.ReadFile(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Errorf("Open(%s) changed the file it refused", filepath.Base(c.path))
+		}
+		for _, suffix := range []string{"-wal", "-shm"} {
+			if fi, err := os.Stat(c.path + suffix); err == nil && fi.Size() > 0 {
+				t.Errorf("Open(%s) left a non-empty %s", filepath.Base(c.path), suffix)
+			}
+		}
+	}
+}
+
+// TestMigratesOlderSchema: a file at schema version 1 with a record in it
+// opens at the latest version with the record intact; a file claiming a
+// version above the latest is refused, naming both versions.
+func TestMigratesOlderSchema(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "courier.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Rebuild it as a version 1 file.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	s = openAt(t, path, 1)
+	if _, _, err := s.Enqueue(ctx, "s", "e1", []byte("p")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a version 1 file: %v", err)
+	}
+	if v := userVersion(t, s); v != len(migrations()) {
+		t.Errorf("user_version after Open = %d, want %d", v, len(migrations()))
+	}
+	if r, err := s.Get(ctx, "e1"); err != nil || r.State != machine.Pending || string(r.Payload) != "p" {
+		t.Errorf("e1 after migration = %+v, %v", r, err)
+	}
+	if _, err := s.w.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Open(ctx, path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open of a version 99 file = %v, want an error naming version 99 as newer", err)
+	}
+}

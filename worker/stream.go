@@ -1,0 +1,332 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+)
+
+// stream is one owned stream: its lease, its machine and its timers, all
+// on the worker's clock.
+type stream struct {
+	cfg   machine.Config
+	lease store.Lease
+	// renewAt is when to renew; expiresAt is when the lease ends as the
+	// worker sees it: the call that granted or renewed it started before
+	// the store's clock read its start, so start+ttl-margin is no later
+	// than the store's end unless the clocks drift apart by more than
+	// the margin.
+	renewAt, expiresAt time.Time
+
+	m         *machine.Machine // nil: to be rebuilt from the store
+	gen       uint64           // names m; replies name it
+	rebuildAt time.Time        // when m is nil: when to try again
+	lastSeq   uint64           // the highest Seq m knows
+	adoptAt   time.Time        // next look for newly enqueued records
+	wakeAt    time.Time        // m's WakeAt; zero: none
+	idleSince time.Time        // zero unless m has nothing left to do
+	unsent    map[string]bool  // draining: events whose started attempt was not sent
+}
+
+// leased records a grant or renewal whose call started at start.
+func (st *stream) leased(start time.Time, c Config) {
+	st.renewAt = start.Add(c.RenewEvery)
+	st.expiresAt = start.Add(c.LeaseTTL - c.ClockMargin)
+}
+
+func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
+	if !now.Before(st.expiresAt) {
+		// Renewals failed for a whole lease: another worker may own the
+		// stream now. Stop acting on it; the lease runs out in the store.
+		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded")
+		return
+	}
+	if !now.Before(st.renewAt) && !w.renew(ctx, st, now) {
+		return
+	}
+	if w.draining {
+		return // renewals only: the attempts out finish under the lease
+	}
+	if st.m == nil && (now.Before(st.rebuildAt) || !w.rebuild(ctx, st, now)) {
+		return
+	}
+	if !now.Before(st.adoptAt) && !w.adopt(ctx, st, now) {
+		return
+	}
+	if !st.wakeAt.IsZero() && !now.Before(st.wakeAt) {
+		st.wakeAt = time.Time{}
+		if !w.step(ctx, st, now, machine.Tick{At: now}) {
+			return
+		}
+	}
+	w.idle(ctx, st, now)
+}
+
+// renew extends the lease. It reports false if the stream was lost.
+func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
+	l, err := w.cfg.Store.Renew(ctx, st.lease, w.cfg.LeaseTTL)
+	switch {
+	case errors.Is(err, store.ErrStaleLease):
+		w.lose(st, "renewal refused: "+err.Error())
+		return false
+	case err != nil:
+		// The lease may still be valid: go on, and try again soon. Sends
+		// stop at expiresAt whatever happens.
+		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
+		st.renewAt = now.Add(w.cfg.RetryAfterFailure)
+		return true
+	}
+	st.lease = l
+	st.leased(now, w.cfg)
+	w.observe(Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token})
+	return true
+}
+
+// idle gives the stream back once nothing has been left to do for
+// IdleRelease.
+func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
+	if st.m == nil || st.m.Queued() > 0 {
+		st.idleSince = time.Time{}
+		return
+	}
+	if st.idleSince.IsZero() {
+		st.idleSince = now
+	}
+	if !now.Before(st.idleSince.Add(w.cfg.IdleRelease)) {
+		w.release(ctx, st, "nothing left to do")
+	}
+}
+
+// pending reads the stream's non-terminal records with Seq above after,
+// page by page (PageSize records per store call).
+func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machine.Record, error) {
+	var all []machine.Record
+	for {
+		page, err := w.cfg.Store.Pending(ctx, st.lease, after, w.cfg.PageSize)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < w.cfg.PageSize {
+			return all, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// readFailed handles an error from a read through the lease. It reports
+// whether the stream is still owned.
+func (w *Worker) readFailed(st *stream, now time.Time, err error) bool {
+	if errors.Is(err, store.ErrStaleLease) {
+		w.lose(st, "read refused: "+err.Error())
+		return false
+	}
+	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
+	st.rebuildAt = now.Add(w.cfg.RetryAfterFailure)
+	st.adoptAt = now.Add(w.cfg.RetryAfterFailure)
+	return true
+}
+
+// rebuild recovers a machine from the store's records and carries out its
+// first batch. It reports whether the stream has a machine afterwards.
+func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
+	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
+	recs, err := w.pending(ctx, st, 0)
+	if err != nil {
+		w.readFailed(st, now, err)
+		return false
+	}
+	m, b, err := machine.Recover(st.cfg, now, recs)
+	if err != nil {
+		// The store holds records no machine could have written: a broken
+		// store. Leave the stream alone rather than act on them.
+		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
+		w.release(ctx, st, "its records cannot be recovered")
+		return false
+	}
+	w.gen++
+	st.m, st.gen = m, w.gen
+	st.lastSeq = 0
+	for _, r := range recs {
+		st.lastSeq = max(st.lastSeq, r.Seq)
+	}
+	st.adoptAt = now.Add(w.cfg.Poll)
+	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
+	return w.execute(ctx, st, now, b)
+}
+
+// adopt hands the machine the records enqueued since it last looked.
+func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
+	st.adoptAt = now.Add(w.cfg.Poll)
+	recs, err := w.pending(ctx, st, st.lastSeq)
+	if err != nil {
+		return w.readFailed(st, now, err) && st.m != nil
+	}
+	for _, r := range recs {
+		if r.State != machine.Pending || r.Attempts != 0 {
+			// Someone else acted on it since: another owner in between.
+			// What this machine knows is out of date; re-read it all.
+			w.observe(Event{Kind: Faulted, Stream: st.lease.Stream,
+				Err: fmt.Errorf("record %q (seq %d) is %s with %d attempts, not new: rebuilding", r.ID, r.Seq, r.State, r.Attempts)})
+			return w.rebuild(ctx, st, now)
+		}
+		st.lastSeq = max(st.lastSeq, r.Seq)
+		if !w.step(ctx, st, now, machine.Adopt{At: now, Record: r}) {
+			return false
+		}
+	}
+	return true
+}
+
+// answer is the channel's outcome of one attempt, kept with the record the
+// batch that answers it persists.
+type answer struct {
+	id      string
+	outcome store.Outcome
+}
+
+// step feeds one input to the stream's machine and carries out the batch.
+// It reports whether the machine is still there.
+func (w *Worker) step(ctx context.Context, st *stream, now time.Time, in machine.Input) bool {
+	return w.stepAnswer(ctx, st, now, in, nil)
+}
+
+// stepAnswer is step for a Result: ans is kept with the record it answers.
+func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in machine.Input, ans *answer) bool {
+	if now.Before(st.m.Now()) {
+		now = st.m.Now() // the machine has seen a later reading (Recover's)
+	}
+	switch in := in.(type) {
+	case machine.Tick:
+		in.At = now
+	case machine.Adopt:
+		in.At = now
+	case machine.Result:
+		in.At = now
+	case machine.ProbeResult:
+		in.At = now
+	}
+	b, err := st.m.Step(in)
+	if err != nil {
+		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
+		w.dropMachine(st, now)
+		return false
+	}
+	return w.executeAnswer(ctx, st, now, b, ans)
+}
+
+// dropMachine forgets what the machine knew; the next Advance rebuilds it
+// from the store.
+func (w *Worker) dropMachine(st *stream, now time.Time) {
+	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
+	st.rebuildAt = now.Add(w.cfg.RetryAfterFailure)
+}
+
+// execute carries out a batch in the order machine.Batch requires:
+// persist through the lease; then (there are no producer acks: the store
+// acknowledged them) hand out the sends and probes; then wait for WakeAt,
+// if it is not zero. It reports whether the machine is still there.
+func (w *Worker) execute(ctx context.Context, st *stream, now time.Time, b machine.Batch) bool {
+	return w.executeAnswer(ctx, st, now, b, nil)
+}
+
+// executeAnswer is execute for a batch that answers an attempt: ans is
+// saved with the record, so an operator sees why it retries or died.
+func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b machine.Batch, ans *answer) bool {
+	for _, c := range b.Circuit {
+		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
+	}
+	persist, sends, probes := b.Persist, b.Sends, b.Probes
+	if w.draining {
+		for _, s := range sends {
+			if st.unsent == nil {
+				st.unsent = make(map[string]bool)
+			}
+			st.unsent[s.ID] = true
+		}
+		persist = withoutUnsent(persist, st.unsent)
+		sends, probes = nil, nil
+	}
+	if len(persist) > 0 {
+		if err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans)); err != nil {
+			w.saveFailed(st, now, err)
+			return false
+		}
+		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
+	}
+	for _, s := range sends {
+		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
+		w.out.Sends = append(w.out.Sends, Send{
+			Attempt:  channel.Attempt{Stream: st.lease.Stream, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt, Payload: s.Payload},
+			Token:    st.lease.Token,
+			Gen:      st.gen,
+			Deadline: st.expiresAt,
+			Timeout:  st.cfg.AttemptTimeout,
+		})
+	}
+	for _, p := range probes {
+		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: fmt.Sprint(p.N)})
+		w.out.Probes = append(w.out.Probes, Probe{
+			Stream: st.lease.Stream, Token: st.lease.Token, Gen: st.gen, N: p.N,
+			Deadline: st.expiresAt, Timeout: st.cfg.ProbeTimeout,
+		})
+	}
+	st.wakeAt = b.WakeAt
+	return true
+}
+
+// updates turns a batch's records into the store's updates, with the
+// answered attempt's outcome on its record.
+func updates(persist []machine.Record, ans *answer) []store.Update {
+	ups := store.UpdatesOf(persist)
+	if ans == nil {
+		return ups
+	}
+	for i := range ups {
+		if ups[i].ID == ans.id && ans.outcome.Attempt <= ups[i].Attempts {
+			ups[i].Outcome = &ans.outcome
+		}
+	}
+	return ups
+}
+
+// saveFailed: nothing of the batch may be acted on. A stale lease ends
+// ownership. After store.ErrUnknown the batch may or may not be written;
+// after any other error it is not, but the machine has moved past what
+// the store holds. Either way the machine is dropped and rebuilt from
+// what the store holds: the worker re-reads before it acts again.
+func (w *Worker) saveFailed(st *stream, now time.Time, err error) {
+	if errors.Is(err, store.ErrStaleLease) {
+		w.lose(st, "write fenced off: "+err.Error())
+		return
+	}
+	detail := "nothing was written; rebuilding from the store"
+	if errors.Is(err, store.ErrUnknown) {
+		detail = "outcome unknown; re-reading the store before acting"
+	}
+	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err, Detail: detail})
+	w.dropMachine(st, now)
+}
+
+// withoutUnsent returns persist less the records of events whose attempt
+// was started while draining and never sent: the store keeps their state
+// from before that attempt began, a state the machine had, so the stop
+// costs them no attempt. The machine itself believes the attempt is out;
+// it is used for nothing but the replies still due, and dropped at Stop.
+func withoutUnsent(persist []machine.Record, unsent map[string]bool) []machine.Record {
+	if len(unsent) == 0 {
+		return persist
+	}
+	out := make([]machine.Record, 0, len(persist))
+	for _, r := range persist {
+		if !unsent[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,417 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+)
+
+// Config is a worker's identity, store and limits. Every duration is on
+// the worker's own clock.
+type Config struct {
+	// Owner names this worker in its leases. It must be unique among the
+	// workers sharing the store, and should change with each process
+	// incarnation (host, pid and start time, say).
+	Owner string
+	// Store is the durable store the workers share.
+	Store store.Store
+	// Policy returns the delivery policy of a stream (strict or
+	// independent, limits, backoff). It is called when the worker takes a
+	// stream over; an error makes the worker give the stream back.
+	Policy func(stream string) (machine.Config, error)
+
+	// MaxStreams is the most streams the worker owns at once.
+	MaxStreams int
+	// LeaseTTL is the lease asked for on each claim and renewal.
+	LeaseTTL time.Duration
+	// RenewEvery is how long after a grant or renewal the lease is renewed
+	// again; at most LeaseTTL/2. Zero means LeaseTTL/3, which leaves two
+	// tries before the lease runs out.
+	RenewEvery time.Duration
+	// ClockMargin is taken off the lease's end as the worker sees it: the
+	// most the worker's clock may run slow against the store's over one
+	// LeaseTTL. Zero means LeaseTTL/10. It must be below
+	// LeaseTTL-RenewEvery.
+	ClockMargin time.Duration
+	// Poll is how often the worker looks for streams to claim and for
+	// records other producers enqueued on the streams it owns. A local
+	// producer's Notify skips the wait.
+	Poll time.Duration
+	// IdleRelease is how long a stream with nothing left to do is kept
+	// before it is given back. Zero means one Poll.
+	IdleRelease time.Duration
+	// RetryAfterFailure is how long the worker waits after a failed store
+	// call before it tries again (a rebuild, a renewal). Zero means
+	// Poll/4.
+	RetryAfterFailure time.Duration
+	// PageSize bounds the records read in one store call when the worker
+	// rebuilds a stream or adopts new records. Zero means 1000.
+	PageSize int
+
+	// Retention is how long settled records (delivered, or dead letters
+	// an operator discarded) are kept before the worker deletes them
+	// (store.DeleteSettled). It must be longer than any producer may
+	// resend an event: a deleted ID published again is a new event. Zero
+	// keeps them forever.
+	Retention time.Duration
+	// RetentionEvery is how often the worker deletes, PageSize records
+	// at most per call. Zero means a minute.
+	RetentionEvery time.Duration
+
+	// Observer, if set, receives every Event.
+	Observer Observer
+}
+
+// ErrInvalidConfig is wrapped by every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("worker: invalid config")
+
+func (c *Config) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	if c.RenewEvery == 0 {
+		c.RenewEvery = c.LeaseTTL / 3
+	}
+	if c.ClockMargin == 0 {
+		c.ClockMargin = c.LeaseTTL / 10
+	}
+	if c.IdleRelease == 0 {
+		c.IdleRelease = c.Poll
+	}
+	if c.RetryAfterFailure == 0 {
+		c.RetryAfterFailure = c.Poll / 4
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 1000
+	}
+	if c.RetentionEvery == 0 {
+		c.RetentionEvery = time.Minute
+	}
+	switch {
+	case c.Owner == "":
+		return bad("Owner", "is empty")
+	case c.Store == nil:
+		return bad("Store", "is nil")
+	case c.Policy == nil:
+		return bad("Policy", "is nil")
+	case c.MaxStreams < 1:
+		return bad("MaxStreams", "is %d; must be at least 1", c.MaxStreams)
+	case c.LeaseTTL <= 0:
+		return bad("LeaseTTL", "is %v; must be positive", c.LeaseTTL)
+	case c.RenewEvery < 0 || c.RenewEvery > c.LeaseTTL/2:
+		return bad("RenewEvery", "is %v; must be within (0, LeaseTTL/2 = %v]", c.RenewEvery, c.LeaseTTL/2)
+	case c.ClockMargin < 0 || c.ClockMargin >= c.LeaseTTL-c.RenewEvery:
+		return bad("ClockMargin", "is %v; must be below LeaseTTL-RenewEvery = %v", c.ClockMargin, c.LeaseTTL-c.RenewEvery)
+	case c.Poll <= 0:
+		return bad("Poll", "is %v; must be positive", c.Poll)
+	case c.IdleRelease < 0:
+		return bad("IdleRelease", "is %v; must not be negative", c.IdleRelease)
+	case c.RetryAfterFailure < 0:
+		return bad("RetryAfterFailure", "is %v; must not be negative", c.RetryAfterFailure)
+	case c.PageSize < 1:
+		return bad("PageSize", "is %d; must be at least 1", c.PageSize)
+	case c.Retention < 0:
+		return bad("Retention", "is %v; must not be negative (0 keeps settled records)", c.Retention)
+	case c.RetentionEvery < 0:
+		return bad("RetentionEvery", "is %v; must not be negative", c.RetentionEvery)
+	}
+	return nil
+}
+
+// Worker owns up to MaxStreams streams of a shared store and carries out
+// their machines' batches. It is not safe for concurrent use: one
+// goroutine calls it, and that goroutine is the only one that touches a
+// machine. It reads no clock, starts no goroutine and sets no timer: every
+// call carries the driver's clock reading, and Next says when to call
+// Advance again.
+type Worker struct {
+	cfg      Config
+	streams  map[string]*stream
+	order    []*stream // owned streams, by name: the order every pass takes
+	claimAt  time.Time
+	purgeAt  time.Time
+	gen      uint64
+	now      time.Time
+	draining bool
+	out      Effects
+}
+
+// New checks cfg (filling in the defaults it documents) and returns a
+// worker that owns nothing yet.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg, streams: make(map[string]*stream)}, nil
+}
+
+// Config returns the worker's config, defaults filled in.
+func (w *Worker) Config() Config { return w.cfg }
+
+// clock takes the driver's reading, never letting it go backwards: a wall
+// clock stepped back must not make the machines refuse their inputs.
+func (w *Worker) clock(now time.Time) time.Time {
+	if now.Before(w.now) {
+		return w.now
+	}
+	w.now = now
+	return now
+}
+
+func (w *Worker) observe(e Event) {
+	if w.cfg.Observer != nil {
+		e.At = w.now
+		w.cfg.Observer.Observe(e)
+	}
+}
+
+func (w *Worker) flush() Effects {
+	out := w.out
+	w.out = Effects{}
+	return out
+}
+
+// Advance does what time has made due, stream by stream in name order:
+// give up a lease the worker's clock says has run out, renew leases, rebuild
+// machines, adopt records producers enqueued, tick machines at their
+// WakeAt, give idle streams back; then claim due streams while there is
+// room. Store calls take ctx.
+func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
+	now = w.clock(now)
+	for _, st := range slices.Clone(w.order) {
+		if w.streams[st.lease.Stream] == st { // not lost or released meanwhile
+			w.advanceStream(ctx, st, now)
+		}
+	}
+	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
+		w.claim(ctx, now)
+	}
+	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
+		w.purge(ctx, now)
+	}
+	return w.flush()
+}
+
+// Deliver hands a Send's or Probe's outcome to the machine that asked for
+// it and carries out what follows. A reply for a stream the worker no
+// longer owns, or for a machine it has since rebuilt, is dropped.
+func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
+	now = w.clock(now)
+	st := w.streams[r.Stream]
+	if st == nil || st.m == nil || st.gen != r.Gen {
+		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
+			Detail: "the machine that asked for it is gone"})
+		return w.flush()
+	}
+	var in machine.Input
+	if r.Probe != 0 {
+		if w.draining {
+			return w.flush() // nothing new goes out while draining
+		}
+		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: fmt.Sprint(r.Probe)})
+		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
+	} else {
+		retryAfter := r.Outcome.RetryAfter
+		if r.Outcome.Result != machine.OutcomeFailed || retryAfter < 0 {
+			retryAfter = 0 // a hint goes only with a retryable failure
+		}
+		w.observe(Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
+		in = machine.Result{At: now, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
+		w.stepAnswer(ctx, st, now, in, &answer{id: r.ID, outcome: store.Outcome{
+			Attempt: r.Attempt,
+			Status:  r.Outcome.Status,
+			Detail:  channel.Truncate(strings.ToValidUTF8(r.Outcome.Detail, "?")),
+		}})
+		return w.flush()
+	}
+	w.step(ctx, st, now, in)
+	return w.flush()
+}
+
+// Notify says that a local producer enqueued on stream: the owner adopts
+// at its next Advance, and a worker that does not own the stream tries to
+// claim at once. Call Advance after it (Next says now).
+func (w *Worker) Notify(stream string) {
+	if st := w.streams[stream]; st != nil {
+		st.adoptAt = time.Time{}
+		return
+	}
+	w.claimAt = time.Time{}
+}
+
+// Next returns the instant at which Advance has work: the earliest
+// renewal, lease end, rebuild, adoption poll, machine WakeAt, idle release
+// or claim poll. A machine whose WakeAt is zero adds nothing. Work that
+// is due already gives the latest clock reading the worker has seen;
+// call Advance once to start a new worker. Next is zero only when nothing
+// is timed: a draining worker that owns no stream.
+func (w *Worker) Next() time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.Before(w.now) {
+			t = w.now // due already (a zero instant means at once)
+		}
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	if !w.draining && len(w.order) < w.cfg.MaxStreams {
+		consider(w.claimAt)
+	}
+	if !w.draining && w.cfg.Retention > 0 {
+		consider(w.purgeAt)
+	}
+	for _, st := range w.order {
+		consider(st.renewAt)
+		consider(st.expiresAt)
+		switch {
+		case w.draining:
+		case st.m == nil:
+			consider(st.rebuildAt)
+		default:
+			consider(st.adoptAt)
+			if !st.wakeAt.IsZero() {
+				consider(st.wakeAt)
+			}
+			if !st.idleSince.IsZero() {
+				consider(st.idleSince.Add(w.cfg.IdleRelease))
+			}
+		}
+	}
+	return next
+}
+
+// Drain starts a graceful stop: the worker claims nothing more, adopts
+// nothing, starts no attempt and no probe, and keeps renewing its leases
+// while the driver waits for the attempts in flight. Replies to them are
+// still persisted; a batch that would start an attempt is saved without
+// that attempt (the store keeps the state from before it started), so a
+// stop costs no event an attempt. Call Stop when they are in.
+func (w *Worker) Drain() { w.draining = true }
+
+// Stop releases every lease the worker holds and forgets every stream.
+// Replies that come later are dropped. A lease whose release fails is left
+// to expire.
+func (w *Worker) Stop(ctx context.Context, now time.Time) {
+	w.clock(now)
+	w.draining = true
+	for _, st := range slices.Clone(w.order) {
+		w.release(ctx, st, "shutting down")
+	}
+}
+
+// Status is one owned stream, for metrics and tests.
+type Status struct {
+	Stream   string
+	Token    uint64
+	Circuit  machine.Circuit // 0 while the machine is being rebuilt
+	Queued   int             // events not yet delivered or dead
+	InFlight int             // attempts awaiting an outcome
+}
+
+// Streams returns the status of every owned stream, in name order.
+func (w *Worker) Streams() []Status {
+	out := make([]Status, 0, len(w.order))
+	for _, st := range w.order {
+		s := Status{Stream: st.lease.Stream, Token: st.lease.Token}
+		if st.m != nil {
+			s.Circuit, s.Queued, s.InFlight = st.m.Circuit(), st.m.Queued(), len(st.m.InFlight())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Owns reports whether the worker holds a lease on stream.
+func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
+
+// claim asks the store for due streams, as many as there is room for.
+func (w *Worker) claim(ctx context.Context, now time.Time) {
+	w.claimAt = now.Add(w.cfg.Poll)
+	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
+	if err != nil {
+		// A claim whose reply was lost may have granted leases this worker
+		// does not know of: they run out in one LeaseTTL, unused.
+		w.observe(Event{Kind: StoreFailed, Op: "ClaimDue", Err: err})
+		return
+	}
+	for _, l := range leases {
+		w.adoptLease(ctx, l, now)
+	}
+}
+
+// purge deletes settled records past the retention, a page at a time;
+// a full page means more are due, so it comes back at the next poll.
+func (w *Worker) purge(ctx context.Context, now time.Time) {
+	w.purgeAt = now.Add(w.cfg.RetentionEvery)
+	n, err := w.cfg.Store.DeleteSettled(ctx, w.cfg.Retention, w.cfg.PageSize)
+	if err != nil {
+		w.observe(Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
+		return
+	}
+	if n == w.cfg.PageSize {
+		w.purgeAt = now.Add(min(w.cfg.Poll, w.cfg.RetentionEvery))
+	}
+	if n > 0 {
+		w.observe(Event{Kind: Purged, Count: n})
+	}
+}
+
+// adoptLease takes over a stream the store granted.
+func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
+	if old := w.streams[l.Stream]; old != nil {
+		// The store granted a stream this worker thought it still held:
+		// its clock ran slower than the margin allows. The old lease is
+		// stale; only the new one counts.
+		w.lose(old, "the store granted the stream again under a new lease")
+	}
+	st := &stream{lease: l}
+	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
+	cfg, err := w.cfg.Policy(l.Stream)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		w.observe(Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
+		if err := w.cfg.Store.Release(ctx, l); err != nil {
+			w.observe(Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
+		}
+		return
+	}
+	st.cfg = cfg
+	st.leased(now, w.cfg)
+	w.streams[l.Stream] = st
+	i, _ := slices.BinarySearchFunc(w.order, l.Stream, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })
+	w.order = slices.Insert(w.order, i, st)
+	w.rebuild(ctx, st, now)
+}
+
+// forget removes a stream from the worker.
+func (w *Worker) forget(st *stream) {
+	delete(w.streams, st.lease.Stream)
+	w.order = slices.DeleteFunc(w.order, func(o *stream) bool { return o == st })
+}
+
+// lose: the worker is no longer the stream's owner. It drops the machine
+// and acts on the stream no more; replies for it will be dropped.
+func (w *Worker) lose(st *stream, why string) {
+	w.observe(Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
+	w.forget(st)
+}
+
+// release gives the stream back.
+func (w *Worker) release(ctx context.Context, st *stream, why string) {
+	if err := w.cfg.Store.Release(ctx, st.lease); err != nil {
+		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})
+	} else {
+		w.observe(Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
+	}
+	w.forget(st)
+}

@@ -1,0 +1,481 @@
+// Tests that the worker, driven step by step with a fake clock against
+// memstore, claims, renews, rebuilds, adopts, persists before it sends,
+// stops acting on a stream whose lease is stale, re-reads after a write
+// whose outcome is unknown, never hands out a send past its lease by its
+// own clock, drains without spending attempts and gives idle streams back.
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/memstore"
+	"github.com/courierlab/courier/store/storetest"
+	"github.com/courierlab/courier/worker"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const ttl = 30 * time.Second
+
+// env is one test's store, clock, worker and the events it reported.
+type env struct {
+	t      testing.TB
+	ctx    context.Context
+	clock  *storetest.Clock
+	mem    *memstore.Store
+	st     *faultStore
+	w      *worker.Worker
+	events []worker.Event
+}
+
+// faultStore wraps memstore: loseSaveReply commits the next Save and
+// reports an error, as a network that lost the reply would; calls counts
+// calls per method.
+type faultStore struct {
+	*memstore.Store
+	loseSaveReply bool
+	calls         map[string]int
+}
+
+func (f *faultStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
+	f.calls["Save"]++
+	err := f.Store.Save(ctx, l, ups)
+	if err == nil && f.loseSaveReply {
+		f.loseSaveReply = false
+		return fmt.Errorf("%w: reply lost after commit", store.ErrUnknown)
+	}
+	return err
+}
+
+func (f *faultStore) Renew(ctx context.Context, l store.Lease, d time.Duration) (store.Lease, error) {
+	f.calls["Renew"]++
+	return f.Store.Renew(ctx, l, d)
+}
+
+func policy() machine.Config {
+	c := machine.DefaultConfig()
+	c.JitterPercent = 0
+	return c
+}
+
+func newEnv(t testing.TB, edit func(*worker.Config)) *env {
+	e := &env{t: t, ctx: t.Context(), clock: storetest.NewClock(epoch)}
+	e.mem = memstore.New(e.clock.Now)
+	e.st = &faultStore{Store: e.mem, calls: map[string]int{}}
+	cfg := worker.Config{
+		Owner:      "w1",
+		Store:      e.st,
+		Policy:     func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 4,
+		LeaseTTL:   ttl,
+		Poll:       time.Second,
+		Observer:   worker.ObserverFunc(func(ev worker.Event) { e.events = append(e.events, ev) }),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w = w
+	return e
+}
+
+func (e *env) now() time.Time { return e.clock.Now() }
+
+func (e *env) enqueue(stream, id string) {
+	e.t.Helper()
+	if _, _, err := e.mem.Enqueue(e.ctx, stream, id, []byte("payload of "+id)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) advance() worker.Effects { return e.w.Advance(e.ctx, e.now()) }
+
+// nextSends moves the clock from one Next to the next, advancing the
+// worker each time, until it hands out sends (or a minute of its time
+// passes).
+func (e *env) nextSends() worker.Effects {
+	until := e.now().Add(time.Minute)
+	for e.now().Before(until) {
+		e.clock.Advance(max(0, e.w.Next().Sub(e.now())))
+		if fx := e.advance(); len(fx.Sends) > 0 {
+			return fx
+		}
+	}
+	return worker.Effects{}
+}
+
+func (e *env) deliver(r worker.Reply) worker.Effects { return e.w.Deliver(e.ctx, e.now(), r) }
+
+func (e *env) record(id string) store.Record {
+	e.t.Helper()
+	r, err := e.mem.Get(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) count(k worker.Kind) int {
+	n := 0
+	for _, ev := range e.events {
+		if ev.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func delivered() channel.Outcome {
+	return channel.Outcome{Result: machine.OutcomeDelivered, Status: 200}
+}
+
+func oneSend(t *testing.T, fx worker.Effects, id string, attempt int) worker.Send {
+	t.Helper()
+	if len(fx.Sends) != 1 || fx.Sends[0].ID != id || fx.Sends[0].Attempt.Attempt != attempt {
+		t.Fatalf("want one send of %s#%d, got %+v", id, attempt, fx.Sends)
+	}
+	return fx.Sends[0]
+}
+
+func TestConfigRejectedNamingTheField(t *testing.T) {
+	base := worker.Config{Owner: "w", Store: memstore.New(time.Now), Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 1, LeaseTTL: ttl, Poll: time.Second}
+	cases := []struct {
+		field string
+		edit  func(*worker.Config)
+	}{
+		{"Owner", func(c *worker.Config) { c.Owner = "" }},
+		{"Store", func(c *worker.Config) { c.Store = nil }},
+		{"Policy", func(c *worker.Config) { c.Policy = nil }},
+		{"MaxStreams", func(c *worker.Config) { c.MaxStreams = 0 }},
+		{"LeaseTTL", func(c *worker.Config) { c.LeaseTTL = 0 }},
+		{"RenewEvery", func(c *worker.Config) { c.RenewEvery = ttl }},
+		{"ClockMargin", func(c *worker.Config) { c.ClockMargin = ttl }},
+		{"Poll", func(c *worker.Config) { c.Poll = -time.Second }},
+		{"PageSize", func(c *worker.Config) { c.PageSize = -1 }},
+	}
+	for _, c := range cases {
+		cfg := base
+		c.edit(&cfg)
+		_, err := worker.New(cfg)
+		if !errors.Is(err, worker.ErrInvalidConfig) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: got %v, want ErrInvalidConfig naming %s", c.field, err, c.field)
+		}
+	}
+	if _, err := worker.New(base); err != nil {
+		t.Errorf("valid config refused: %v", err)
+	}
+}
+
+// The whole life of a stream: claim, persist the attempt before the send
+// is handed out, deliver in order, no wake-up once idle, give it back.
+func TestClaimDeliverInOrderThenRelease(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	fx := e.advance()
+	x := oneSend(t, fx, "e1", 1)
+	if got := e.record("e1").Attempts; got != 1 {
+		t.Fatalf("the send was handed out with %d attempts persisted, want 1", got)
+	}
+	if want := epoch.Add(ttl - ttl/10); !x.Deadline.Equal(want) {
+		t.Errorf("send deadline %v, want the lease's end less the margin %v", x.Deadline, want)
+	}
+	if x.Token == 0 || x.Timeout != policy().AttemptTimeout || x.Seq != 1 || string(x.Payload) != "payload of e1" {
+		t.Errorf("send carries the wrong lease, timeout or event: %+v", x)
+	}
+	e.clock.Advance(10 * time.Millisecond)
+	x = oneSend(t, e.deliver(x.Reply(delivered())), "e2", 1)
+	if r := e.record("e1"); r.State != machine.Delivered {
+		t.Fatalf("e1 is %s after its delivery, want delivered", r.State)
+	}
+	e.clock.Advance(10 * time.Millisecond)
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends)+len(fx.Probes) != 0 {
+		t.Fatalf("nothing is left, yet the worker asks for %+v", fx)
+	}
+	// A zero WakeAt adds no wake-up: the next thing due is the adoption
+	// poll, not now.
+	if next := e.w.Next(); !next.After(e.now()) {
+		t.Fatalf("Next is %v at %v: a worker with nothing to do must not spin", next, e.now())
+	}
+	for i := 0; i < 5 && e.w.Owns("s"); i++ {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+	}
+	if e.w.Owns("s") || e.count(worker.LeaseReleased) != 1 {
+		t.Fatalf("an idle stream was not given back (owns=%v, released=%d)", e.w.Owns("s"), e.count(worker.LeaseReleased))
+	}
+	if _, err := e.mem.Acquire(e.ctx, "s", "other", ttl); err != nil {
+		t.Fatalf("the released stream cannot be acquired: %v", err)
+	}
+}
+
+// A stale lease ends everything: no write, no send, replies dropped.
+func TestStaleLeaseDropsTheStream(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	// Another worker steals the stream mid-send.
+	l := store.Lease{Stream: "s", Owner: "w1", Token: x.Token}
+	if err := e.mem.Release(e.ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.mem.Acquire(e.ctx, "s", "thief", ttl); err != nil {
+		t.Fatal(err)
+	}
+	fx := e.deliver(x.Reply(delivered()))
+	if len(fx.Sends)+len(fx.Probes) != 0 {
+		t.Fatalf("a fenced-off worker still asks for %+v", fx)
+	}
+	if e.w.Owns("s") || e.count(worker.LeaseLost) != 1 {
+		t.Fatalf("the worker still owns the stream after its write was fenced off")
+	}
+	if r := e.record("e1"); r.State != machine.Pending || r.Attempts != 1 {
+		t.Fatalf("e1 is %s/%d: the fenced-off write changed the store", r.State, r.Attempts)
+	}
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 || e.count(worker.ReplyDropped) != 1 {
+		t.Fatalf("a reply for a lost stream was not dropped")
+	}
+}
+
+// A write whose reply was lost may have committed: the worker re-reads
+// before acting, so it neither resends the delivered event nor skips the
+// next one.
+func TestUnknownWriteOutcomeRereads(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.st.loseSaveReply = true
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 {
+		t.Fatalf("sent %+v after a write whose outcome is unknown", fx.Sends)
+	}
+	if e.count(worker.StoreFailed) != 1 {
+		t.Fatalf("the failed write was not reported")
+	}
+	if r := e.record("e1"); r.State != machine.Delivered {
+		t.Fatalf("the fault store did not commit: e1 is %s", r.State)
+	}
+	// The lost write had also started e2's first attempt: the rebuilt
+	// machine must count it, check the channel first, and never resend e1.
+	if r := e.record("e2"); r.Attempts != 1 {
+		t.Fatalf("e2 has %d attempts in the store, want the committed 1", r.Attempts)
+	}
+	e.clock.Advance(e.w.Next().Sub(e.now()))
+	fx := e.advance()
+	if e.count(worker.Rebuilt) != 2 || len(fx.Sends) != 0 || len(fx.Probes) != 1 {
+		t.Fatalf("after the rebuild: %d rebuilds, sends %+v, probes %+v; want a rebuild and one probe", e.count(worker.Rebuilt), fx.Sends, fx.Probes)
+	}
+	e.deliver(fx.Probes[0].Reply(delivered()))
+	oneSend(t, e.nextSends(), "e2", 2)
+}
+
+// Leases are renewed at a third of their TTL; when renewals keep failing,
+// sends carry the deadline the lease had, and the worker lets the stream
+// go when its own clock says the lease ran out.
+func TestRenewalAndLossByOwnClock(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.Poll = time.Minute })
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	if next := e.w.Next(); !next.Equal(epoch.Add(ttl / 3)) {
+		t.Fatalf("Next is %v after the claim, want the renewal at ttl/3 (%v)", next.Sub(epoch), ttl/3)
+	}
+	e.clock.Advance(ttl / 3)
+	e.advance()
+	if e.st.calls["Renew"] != 1 || e.count(worker.LeaseRenewed) != 1 {
+		t.Fatalf("no renewal at ttl/3: %d calls", e.st.calls["Renew"])
+	}
+	// The store goes down for writes: renewals fail from now on.
+	e.mem.SetUnavailable(func() bool { return true })
+	renewed := e.now()
+	for e.w.Owns("s") {
+		next := e.w.Next()
+		if next.After(renewed.Add(ttl)) {
+			t.Fatalf("the worker plans to act at %v, past its lease's end %v", next.Sub(epoch), renewed.Add(ttl).Sub(epoch))
+		}
+		e.clock.Advance(next.Sub(e.now()))
+		e.advance()
+	}
+	if lostAt := e.now(); lostAt.After(renewed.Add(ttl - ttl/10)) {
+		t.Fatalf("the stream was given up at %v, after the lease's end less the margin", lostAt.Sub(renewed))
+	}
+	if x.Deadline.After(epoch.Add(ttl)) {
+		t.Fatalf("a send's deadline %v is past the lease it was persisted under", x.Deadline.Sub(epoch))
+	}
+	if e.count(worker.LeaseLost) != 1 {
+		t.Fatalf("the loss was not reported")
+	}
+}
+
+// Records a producer enqueues later are adopted at the next poll, or at
+// once after Notify.
+func TestAdoptsLaterEnqueues(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(time.Millisecond)
+	e.deliver(x.Reply(delivered()))
+	e.enqueue("s", "e2")
+	e.w.Notify("s")
+	if next := e.w.Next(); next.After(e.now()) {
+		t.Fatalf("Notify did not make the owner look at once (Next %v)", next.Sub(e.now()))
+	}
+	oneSend(t, e.advance(), "e2", 1)
+	// A stream the worker does not own: Notify makes it claim at once.
+	e.enqueue("t", "f1")
+	e.w.Notify("t")
+	fx := e.advance()
+	if !e.w.Owns("t") || len(fx.Sends) != 1 || fx.Sends[0].ID != "f1" {
+		t.Fatalf("Notify on an unowned stream did not claim it: %+v", fx.Sends)
+	}
+}
+
+// Draining persists the replies of attempts in flight and starts nothing,
+// so a shutdown costs no event an attempt.
+func TestDrainSpendsNoAttempt(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.w.Drain()
+	e.clock.Advance(time.Millisecond)
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 {
+		t.Fatalf("a draining worker started %+v", fx.Sends)
+	}
+	if r := e.record("e1"); r.State != machine.Delivered {
+		t.Fatalf("the reply was not persisted while draining: e1 is %s", r.State)
+	}
+	if r := e.record("e2"); r.Attempts != 0 {
+		t.Fatalf("draining spent an attempt of e2: %d", r.Attempts)
+	}
+	e.w.Stop(e.ctx, e.now())
+	if e.w.Owns("s") {
+		t.Fatal("Stop kept the stream")
+	}
+	if _, err := e.mem.Acquire(e.ctx, "s", "next", ttl); err != nil {
+		t.Fatalf("Stop did not release the lease: %v", err)
+	}
+}
+
+// A stream whose policy is invalid is given back, not delivered with a
+// policy nobody chose.
+func TestBadPolicyGivesTheStreamBack(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(s string) (machine.Config, error) {
+			if s == "bad" {
+				return machine.Config{}, nil // zero Ordering: invalid
+			}
+			return policy(), nil
+		}
+	})
+	e.enqueue("bad", "b1")
+	e.enqueue("good", "g1")
+	fx := e.advance()
+	if e.w.Owns("bad") || !e.w.Owns("good") || len(fx.Sends) != 1 || fx.Sends[0].ID != "g1" {
+		t.Fatalf("owns bad=%v good=%v, sends %+v", e.w.Owns("bad"), e.w.Owns("good"), fx.Sends)
+	}
+	if e.count(worker.Faulted) != 1 {
+		t.Fatal("the bad policy was not reported")
+	}
+}
+
+// The worker owns at most MaxStreams streams.
+func TestMaxStreams(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.MaxStreams = 2 })
+	for _, s := range []string{"a", "b", "c"} {
+		e.enqueue(s, s+"1")
+	}
+	fx := e.advance()
+	if len(e.w.Streams()) != 2 || len(fx.Sends) != 2 {
+		t.Fatalf("owns %d streams with %d sends; MaxStreams is 2", len(e.w.Streams()), len(fx.Sends))
+	}
+}
+
+// The outcome of the attempt a batch answers is saved with its record
+// (status and bounded, valid detail), so an operator sees why it retries.
+func TestLastOutcomeKeptWithTheRecord(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(time.Millisecond)
+	long := "upstream down \xff" + strings.Repeat("x", 1000)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503, Detail: long}))
+	r := e.record("e1")
+	if r.State != machine.Retry || r.Last.Attempt != 1 || r.Last.Status != 503 {
+		t.Fatalf("record after a failed attempt: %s, last %+v; want retry with attempt 1's 503", r.State, r.Last)
+	}
+	if len(r.Last.Detail) > store.MaxDetailBytes || !strings.HasPrefix(r.Last.Detail, "upstream down ?") {
+		t.Fatalf("detail not bounded and made valid: %q", r.Last.Detail[:20])
+	}
+}
+
+// Settled records are deleted once they are older than Retention; e2,
+// never answered (retrying, then a dead letter no operator discarded),
+// never is.
+func TestRetentionDeletesSettledRecords(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Retention = time.Hour
+		c.RetentionEvery = time.Minute
+	})
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(time.Millisecond)
+	e.deliver(x.Reply(delivered())) // e1 settled; e2's attempt 1 is out
+	for until := e.now().Add(2 * time.Hour); e.now().Before(until); {
+		e.clock.Advance(max(0, e.w.Next().Sub(e.now())))
+		e.advance()
+	}
+	if _, err := e.mem.Get(e.ctx, "e1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("e1, delivered two hours ago with a retention of one, is still there: %v", err)
+	}
+	if e.count(worker.Purged) != 1 {
+		t.Fatalf("the deletion was not reported (%d)", e.count(worker.Purged))
+	}
+	if r := e.record("e2"); r.State == machine.Delivered { // e.record fails the test if e2 was deleted
+		t.Fatalf("e2 was never answered, yet it is delivered")
+	}
+}
+
+// In independent order, a reply during the drain that would start the
+// next event does not stop the other replies from being persisted.
+func TestDrainPersistsEveryReplyInFlight(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.Ordering, p.Window = machine.Independent, 2
+			return p, nil
+		}
+	})
+	for _, id := range []string{"e1", "e2", "e3"} {
+		e.enqueue("s", id)
+	}
+	fx := e.advance()
+	if len(fx.Sends) != 2 {
+		t.Fatalf("want e1 and e2 in flight, got %+v", fx.Sends)
+	}
+	e.w.Drain()
+	e.clock.Advance(time.Millisecond)
+	for _, x := range fx.Sends {
+		if more := e.deliver(x.Reply(delivered())); len(more.Sends) != 0 {
+			t.Fatalf("a draining worker started %+v", more.Sends)
+		}
+	}
+	for id, want := range map[string]machine.State{"e1": machine.Delivered, "e2": machine.Delivered, "e3": machine.Pending} {
+		if r := e.record(id); r.State != want || (id == "e3" && r.Attempts != 0) {
+			t.Errorf("%s is %s with %d attempts after the drain; want %s (and e3 untouched)", id, r.State, r.Attempts, want)
+		}
+	}
+}
