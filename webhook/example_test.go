@@ -1,3 +1,4 @@
+// Examples: a receiver verifying what courier signs; the output proves it verified.
 package webhook_test
 
 import (

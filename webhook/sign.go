@@ -1,12 +1,10 @@
 package webhook
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
 	"net/http"
 	"strconv"
 	"time"
@@ -93,7 +91,7 @@ func (s *Signer) AppendSign(dst []byte, id string, ts int64, body []byte) []byte
 		}
 		dst = append(dst, "v1,"...)
 		var sum [sha256.Size]byte
-		mac(hmac.New(sha256.New, sec.key), id, ts, body, sum[:0])
+		sec.mac(id, ts, body, sum[:0])
 		dst = base64.StdEncoding.AppendEncode(dst, sum[:])
 	}
 	return dst
@@ -104,15 +102,4 @@ func (s *Signer) SetHeaders(h http.Header, id string, ts time.Time, body []byte)
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	h.Set(HeaderSignature, s.Sign(id, ts, body))
-}
-
-// mac appends HMAC(id "." ts "." body) to out, writing the three parts
-// separately so a large body is never copied.
-func mac(h hash.Hash, id string, ts int64, body []byte, out []byte) []byte {
-	var buf [24]byte
-	h.Write([]byte(id))
-	h.Write(strconv.AppendInt(append(buf[:0], '.'), ts, 10))
-	h.Write([]byte{'.'})
-	h.Write(body)
-	return h.Sum(out)
 }

@@ -140,7 +140,7 @@ func Verify(h http.Header, body []byte, now time.Time, tolerance time.Duration, 
 func match(sigs []Signature, id string, ts int64, body []byte, secrets []Secret) error {
 	want := make([][sha256.Size]byte, len(secrets))
 	for i, s := range secrets {
-		mac(hmac.New(sha256.New, s.key), id, ts, body, want[i][:0])
+		s.mac(id, ts, body, want[i][:0])
 	}
 	found := false
 	for _, sig := range sigs {

@@ -1,3 +1,4 @@
+// Examples: a channel built, an event checked at acceptance and sent; the output is the outcome.
 package httpchannel_test
 
 import (

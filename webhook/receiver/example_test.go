@@ -1,3 +1,4 @@
+// Examples: the receiver a user would copy, on SQLite; the output proves a resent event is applied once.
 package receiver_test
 
 import (
