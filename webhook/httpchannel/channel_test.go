@@ -318,6 +318,13 @@ func TestSSRFRefusedForGood(t *testing.T) {
 	if got := ch.Probe(context.Background(), "orders"); got.Result != machine.OutcomeRefused {
 		t.Errorf("probe to loopback without the allow-list: %+v", got)
 	}
+	port := strings.Split(s.Listener.Addr().String(), ":")[1]
+	for _, host := range []string{"2130706433", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"} {
+		o := newChannel(t, Config{Endpoint: "http://" + host + ":" + port + "/", AllowAddrs: []netip.Prefix{}}).Send(context.Background(), attempt(1))
+		if o.Result != machine.OutcomeRefused || !strings.Contains(o.Detail, "loopback") {
+			t.Errorf("%s: %+v, want refused as loopback", host, o)
+		}
+	}
 	meta := newChannel(t, Config{Endpoint: "http://metadata.test/latest", AllowAddrs: []netip.Prefix{},
 		Resolver: resolver{netip.MustParseAddr("169.254.169.254")}})
 	if got := meta.Send(context.Background(), attempt(1)); got.Result != machine.OutcomeRefused || !strings.Contains(got.Detail, "link-local") {
