@@ -67,10 +67,24 @@ func stores(t *testing.T) []storeKind {
 	}
 	if os.Getenv("COURIER_TEST_POSTGRES") != "" {
 		kinds = append(kinds, storeKind{"postgres", openPostgres})
-	} else {
-		t.Log("postgres: skipped (set COURIER_TEST_POSTGRES to a database URL to run the SQL store on PostgreSQL)")
 	}
 	return kinds
+}
+
+// TestPostgres says, once, whether the store tests ran on PostgreSQL.
+func TestPostgres(t *testing.T) {
+	url := os.Getenv("COURIER_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("COURIER_TEST_POSTGRES is not set: the SQL store was tested on SQLite only; set it to a PostgreSQL URL to test it there too")
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		t.Fatalf("COURIER_TEST_POSTGRES is set but the server does not answer: %v", err)
+	}
 }
 
 func openSQLite(t *testing.T) (Store, *sql.DB) {
