@@ -1,0 +1,509 @@
+// Tests that the HTTP channel, against real loopback servers, maps every
+// status and transport failure to the outcome the issue's table gives,
+// signs every attempt so that the receiver's verifier accepts it with the
+// event's ID on every attempt, honours Retry-After, the timeouts and the
+// size limits, follows no redirect, keeps no cookie, ignores proxies from
+// the environment unless asked, refuses non-public addresses at dial time,
+// and validates its config naming the field.
+package httpchannel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/webhook"
+)
+
+var (
+	secret   = webhook.NewSecret()
+	loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	quiet    = slog.New(slog.DiscardHandler)
+)
+
+func newChannel(t testing.TB, cfg Config) *Channel {
+	t.Helper()
+	if cfg.Secrets == nil {
+		cfg.Secrets = []string{secret}
+	}
+	if cfg.AllowAddrs == nil {
+		cfg.AllowAddrs = loopback
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func attempt(n int) channel.Attempt {
+	return channel.Attempt{Stream: "orders", ID: "evt_1", Seq: 7, Attempt: n, Payload: []byte(`{"n":1}`)}
+}
+
+func TestStatusTable(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
+		if code >= 300 && code < 400 {
+			w.Header().Set("Location", "https://elsewhere.example/hooks")
+		}
+		w.WriteHeader(code)
+	}))
+	defer s.Close()
+	cases := []struct {
+		code   int
+		want   machine.Outcome
+		detail string
+	}{
+		{200, machine.OutcomeDelivered, ""},
+		{201, machine.OutcomeDelivered, ""},
+		{202, machine.OutcomeDelivered, ""},
+		{204, machine.OutcomeDelivered, ""},
+		{299, machine.OutcomeDelivered, ""},
+		{301, machine.OutcomeRefused, "HTTP 301 redirect (not followed) to https://elsewhere.example/hooks"},
+		{302, machine.OutcomeRefused, "redirect (not followed) to https://elsewhere.example/hooks"},
+		{303, machine.OutcomeRefused, "redirect"},
+		{307, machine.OutcomeRefused, "redirect"},
+		{308, machine.OutcomeRefused, "redirect"},
+		{400, machine.OutcomeRefused, "HTTP 400"},
+		{401, machine.OutcomeRefused, "HTTP 401"},
+		{403, machine.OutcomeRefused, "HTTP 403"},
+		{404, machine.OutcomeRefused, "HTTP 404"},
+		{409, machine.OutcomeRefused, "HTTP 409"},
+		{410, machine.OutcomeRefused, "HTTP 410"},
+		{413, machine.OutcomeRefused, "HTTP 413"},
+		{422, machine.OutcomeRefused, "HTTP 422"},
+		{408, machine.OutcomeFailed, "HTTP 408"},
+		{425, machine.OutcomeFailed, "HTTP 425"},
+		{429, machine.OutcomeFailed, "HTTP 429"},
+		{500, machine.OutcomeFailed, "HTTP 500"},
+		{502, machine.OutcomeFailed, "HTTP 502"},
+		{503, machine.OutcomeFailed, "HTTP 503"},
+		{504, machine.OutcomeFailed, "HTTP 504"},
+		{599, machine.OutcomeFailed, "HTTP 599"},
+	}
+	for _, c := range cases {
+		ch := newChannel(t, Config{Endpoint: s.URL + "/hooks?code=" + strconv.Itoa(c.code)})
+		got := ch.Send(context.Background(), attempt(1))
+		if got.Result != c.want || got.Status != c.code || !strings.Contains(got.Detail, c.detail) {
+			t.Errorf("HTTP %d: got %v status %d detail %q; want %v with %q", c.code, got.Result, got.Status, got.Detail, c.want, c.detail)
+		}
+		if got.RetryAfter != 0 {
+			t.Errorf("HTTP %d: RetryAfter %s without a header", c.code, got.RetryAfter)
+		}
+	}
+}
+
+// The receiver sees a request its verifier accepts, with the same
+// webhook-id on every attempt, courier's headers, and no cookie even after
+// it set one; the redirect target is never reached.
+func TestRequestsAreSignedAndPlain(t *testing.T) {
+	v, err := webhook.NewVerifier([]string{secret}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		id, attempt, seq, stream, ua, ct, cookie string
+		verr                                     error
+	}
+	var mu sync.Mutex
+	var got []seen
+	var redirectedHits atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hooks", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, seen{r.Header.Get("webhook-id"), r.Header.Get("courier-attempt"), r.Header.Get("courier-sequence"),
+			r.Header.Get("courier-stream"), r.UserAgent(), r.Header.Get("Content-Type"), r.Header.Get("Cookie"), v.Verify(r.Header, body)})
+		mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "abc"})
+		if r.Header.Get("courier-attempt") == "3" {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}
+	})
+	mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) { redirectedHits.Add(1) })
+	s := httptest.NewServer(mux)
+	defer s.Close()
+	ch := newChannel(t, Config{Endpoint: s.URL + "/hooks"})
+	for n := 1; n <= 3; n++ {
+		ch.Send(context.Background(), attempt(n))
+	}
+	if len(got) != 3 {
+		t.Fatalf("receiver saw %d requests, want 3", len(got))
+	}
+	for i, g := range got {
+		if g.verr != nil {
+			t.Errorf("attempt %d: receiver's Verify: %v", i+1, g.verr)
+		}
+		want := seen{"evt_1", strconv.Itoa(i + 1), "7", "orders", userAgent(), "application/json", "", nil}
+		if g != want {
+			t.Errorf("attempt %d: receiver saw %+v, want %+v", i+1, g, want)
+		}
+	}
+	if !strings.HasPrefix(userAgent(), "courier/") {
+		t.Errorf("User-Agent %q does not name courier", userAgent())
+	}
+	if n := redirectedHits.Load(); n != 0 {
+		t.Errorf("the redirect was followed %d times", n)
+	}
+}
+
+func TestRetryAfterReachesTheOutcome(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		code   int
+		header string
+		want   time.Duration
+	}{
+		{429, "120", 120 * time.Second},
+		{503, now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{503, now.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{429, "soon", 0},
+		{500, "-5", 0},
+		{200, "120", 0}, // a hint on success means nothing
+		{404, "120", 0}, // nor on a refusal
+	}
+	for _, c := range cases {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", c.header)
+			w.WriteHeader(c.code)
+		}))
+		ch := newChannel(t, Config{Endpoint: s.URL, Now: func() time.Time { return now }})
+		if got := ch.Send(context.Background(), attempt(1)); got.RetryAfter != c.want {
+			t.Errorf("HTTP %d Retry-After %q: got %s, want %s", c.code, c.header, got.RetryAfter, c.want)
+		}
+		s.Close()
+	}
+}
+
+func TestTimeouts(t *testing.T) {
+	release := make(chan struct{})
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer s.Close()
+	defer close(release)
+	ch := newChannel(t, Config{Endpoint: s.URL, AttemptTimeout: 100 * time.Millisecond})
+	start := time.Now()
+	got := ch.Send(context.Background(), attempt(1))
+	if got.Result != machine.OutcomeTimedOut || got.Status != 0 {
+		t.Errorf("slow receiver: %+v, want timeout", got)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("the attempt took %s despite a 100ms AttemptTimeout", el)
+	}
+	if got := ch.Probe(context.Background(), "orders"); got.Result != machine.OutcomeTimedOut {
+		t.Errorf("slow probe: %+v, want timeout", got)
+	}
+	// The caller's context ends the attempt too.
+	ch = newChannel(t, Config{Endpoint: s.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if got := ch.Send(ctx, attempt(1)); got.Result != machine.OutcomeTimedOut {
+		t.Errorf("caller's deadline: %+v, want timeout", got)
+	}
+}
+
+func TestConnectionAndTLSErrorsAreRetryable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	got := newChannel(t, Config{Endpoint: "http://" + addr + "/"}).Send(context.Background(), attempt(1))
+	if got.Result != machine.OutcomeFailed || !strings.Contains(got.Detail, "refused") {
+		t.Errorf("connection refused: %+v, want failed", got)
+	}
+
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer s.Close()
+	got = newChannel(t, Config{Endpoint: s.URL}).Send(context.Background(), attempt(1))
+	if got.Result != machine.OutcomeFailed || !strings.Contains(got.Detail, "certificate") {
+		t.Errorf("untrusted certificate: %+v, want failed naming the certificate", got)
+	}
+	tlsCfg := s.Client().Transport.(*http.Transport).TLSClientConfig
+	got = newChannel(t, Config{Endpoint: s.URL, TLS: tlsCfg}).Send(context.Background(), attempt(1))
+	if got.Result != machine.OutcomeDelivered {
+		t.Errorf("trusted certificate: %+v, want delivered", got)
+	}
+}
+
+// A large response body is read only up to MaxResponseBytes: the server's
+// writes fail once the client stops reading and hangs up.
+func TestResponseBodyIsBounded(t *testing.T) {
+	wrote := make(chan int64, 1)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		var n int64
+		for n < 256<<20 {
+			k, err := w.Write(chunk)
+			n += int64(k)
+			if err != nil {
+				break
+			}
+		}
+		wrote <- n
+	}))
+	defer s.Close()
+	got := newChannel(t, Config{Endpoint: s.URL}).Send(context.Background(), attempt(1))
+	if got.Result != machine.OutcomeDelivered {
+		t.Fatalf("got %+v, want delivered", got)
+	}
+	if n := <-wrote; n >= 256<<20 {
+		t.Errorf("the client read the whole %d-byte body", n)
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	var hits atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer s.Close()
+	ch := newChannel(t, Config{Endpoint: s.URL})
+	if err := ch.Check("orders", "evt_1", make([]byte, DefaultMaxBodyBytes)); err != nil {
+		t.Errorf("Check of exactly 1 MiB: %v", err)
+	}
+	big := make([]byte, DefaultMaxBodyBytes+1)
+	err := ch.Check("orders", "evt_1", big)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1048577 bytes") || !strings.Contains(err.Error(), "MaxBodyBytes is 1048576") {
+		t.Errorf("Check of 1 MiB + 1: %v, want ErrTooLarge with both figures", err)
+	}
+	a := attempt(1)
+	a.Payload = big
+	if got := ch.Send(context.Background(), a); got.Result != machine.OutcomeRefused || hits.Load() != 0 {
+		t.Errorf("Send of an oversize payload: %+v with %d requests; want refused, none sent", got, hits.Load())
+	}
+	for _, bad := range []struct{ stream, id string }{{"orders", "a b"}, {"or ders", "evt"}, {"orders", ""}} {
+		if err := ch.Check(bad.stream, bad.id, nil); err == nil {
+			t.Errorf("Check(%q, %q) accepted", bad.stream, bad.id)
+		}
+	}
+	only := newChannel(t, Config{Endpoints: map[string]string{"a": s.URL}})
+	if err := only.Check("b", "evt", nil); !errors.Is(err, ErrNoEndpoint) {
+		t.Errorf("Check for a stream with no endpoint: %v", err)
+	}
+}
+
+// Without AllowAddrs the same loopback server is refused at dial time,
+// and so is a name that resolves to cloud metadata; nothing is sent.
+func TestSSRFRefusedForGood(t *testing.T) {
+	var hits atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer s.Close()
+	ch := newChannel(t, Config{Endpoint: s.URL, AllowAddrs: []netip.Prefix{}})
+	got := ch.Send(context.Background(), attempt(1))
+	if got.Result != machine.OutcomeRefused || !strings.Contains(got.Detail, "loopback") {
+		t.Errorf("loopback without the allow-list: %+v, want refused naming loopback", got)
+	}
+	if got := ch.Probe(context.Background(), "orders"); got.Result != machine.OutcomeRefused {
+		t.Errorf("probe to loopback without the allow-list: %+v", got)
+	}
+	port := strings.Split(s.Listener.Addr().String(), ":")[1]
+	for _, host := range []string{"2130706433", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]"} {
+		o := newChannel(t, Config{Endpoint: "http://" + host + ":" + port + "/", AllowAddrs: []netip.Prefix{}}).Send(context.Background(), attempt(1))
+		if o.Result != machine.OutcomeRefused || !strings.Contains(o.Detail, "loopback") {
+			t.Errorf("%s: %+v, want refused as loopback", host, o)
+		}
+	}
+	meta := newChannel(t, Config{Endpoint: "http://metadata.test/latest", AllowAddrs: []netip.Prefix{},
+		Resolver: resolver{netip.MustParseAddr("169.254.169.254")}})
+	if got := meta.Send(context.Background(), attempt(1)); got.Result != machine.OutcomeRefused || !strings.Contains(got.Detail, "link-local") {
+		t.Errorf("a name resolving to 169.254.169.254: %+v", got)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("server got %d requests", n)
+	}
+}
+
+type resolver []netip.Addr
+
+func (r resolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) { return r, nil }
+
+// HTTP_PROXY is ignored by default and used only when asked.
+func TestProxyFromEnvironmentIsOptIn(t *testing.T) {
+	var proxied, direct atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxied.Add(1) }))
+	defer proxy.Close()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { direct.Add(1) }))
+	defer s.Close()
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+	// A name, not 127.0.0.1: Go never proxies requests to loopback literals.
+	endpoint := "http://hooks.test:" + strings.Split(s.Listener.Addr().String(), ":")[1] + "/"
+	r := resolver{netip.MustParseAddr("127.0.0.1")}
+	if got := newChannel(t, Config{Endpoint: endpoint, Resolver: r}).Send(context.Background(), attempt(1)); got.Result != machine.OutcomeDelivered {
+		t.Fatalf("direct: %+v", got)
+	}
+	if proxied.Load() != 0 || direct.Load() != 1 {
+		t.Fatalf("default config: proxy got %d, server %d; want 0 and 1", proxied.Load(), direct.Load())
+	}
+	withProxy := newChannel(t, Config{Endpoint: endpoint, Resolver: r, ProxyFromEnvironment: true})
+	if withProxy.client.Transport.(*http.Transport).Proxy == nil {
+		t.Fatal("ProxyFromEnvironment: the transport has no Proxy")
+	}
+	// net/http reads the environment once per process: under -count>1 it
+	// still holds the first run's proxy, which is closed now.
+	probe, _ := http.NewRequest(http.MethodPost, endpoint, nil)
+	if u, _ := http.ProxyFromEnvironment(probe); u == nil || u.String() != proxy.URL {
+		t.Skipf("net/http cached an earlier HTTP_PROXY (%v); the opt-in half needs a fresh process", u)
+	}
+	withProxy.Send(context.Background(), attempt(1))
+	if proxied.Load() != 1 {
+		t.Errorf("ProxyFromEnvironment: proxy got %d requests, want 1", proxied.Load())
+	}
+}
+
+func TestProbe(t *testing.T) {
+	var mu sync.Mutex
+	var method, path, probeHeader string
+	code := 204
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		method, path, probeHeader = r.Method, r.URL.Path, r.Header.Get(HeaderProbe)
+		w.WriteHeader(code)
+	}))
+	defer s.Close()
+	ch := newChannel(t, Config{Endpoint: s.URL + "/hooks?token=x"})
+	if got := ch.Probe(context.Background(), "orders"); got.Result != machine.OutcomeDelivered || method != "HEAD" || path != "/hooks" || probeHeader != "1" {
+		t.Errorf("default probe: %+v, %s %s probe=%q", got, method, path, probeHeader)
+	}
+	ch = newChannel(t, Config{Endpoint: s.URL + "/hooks", ProbeMethod: "GET", ProbePath: "/healthz"})
+	for _, c := range []struct {
+		code int
+		want machine.Outcome
+	}{{200, machine.OutcomeDelivered}, {503, machine.OutcomeFailed}, {429, machine.OutcomeFailed}, {404, machine.OutcomeRefused}, {301, machine.OutcomeRefused}} {
+		mu.Lock()
+		code = c.code
+		mu.Unlock()
+		got := ch.Probe(context.Background(), "orders")
+		if got.Result != c.want || method != "GET" || path != "/healthz" {
+			t.Errorf("probe answered %d: %+v via %s %s, want %v via GET /healthz", c.code, got, method, path, c.want)
+		}
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	good := Config{Endpoint: "https://hooks.example.com/in", Secrets: []string{secret}, Logger: quiet}
+	cases := []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Endpoint = "" }, "Endpoint is empty"},
+		{func(c *Config) { c.Endpoint = "ftp://x/" }, `Endpoint: scheme "ftp"`},
+		{func(c *Config) { c.Endpoint = "https:///path" }, "Endpoint: no host"},
+		{func(c *Config) { c.Endpoint = "https://u:p@x/" }, "Endpoint: credentials"},
+		{func(c *Config) { c.Endpoint = "https://x/#frag" }, "Endpoint: a fragment"},
+		{func(c *Config) { c.Endpoint = "https://x/%zz" }, "Endpoint: not a URL"},
+		{func(c *Config) { c.Endpoints = map[string]string{"s": "nope"} }, `Endpoints["s"]`},
+		{func(c *Config) { c.Secrets = nil }, "Secrets: "},
+		{func(c *Config) { c.Secrets = []string{"whsec_short"} }, "Secrets: secret 0"},
+		{func(c *Config) { c.AttemptTimeout = -1 }, "AttemptTimeout"},
+		{func(c *Config) { c.MaxBodyBytes = -1 }, "MaxBodyBytes"},
+		{func(c *Config) { c.MaxResponseBytes = -1 }, "MaxResponseBytes"},
+		{func(c *Config) { c.ProbePath = "healthz" }, "ProbePath"},
+		{func(c *Config) { c.ProbeMethod = "GE T" }, "ProbeMethod"},
+		{func(c *Config) { c.ContentType = "a\r\nb" }, "ContentType"},
+		{func(c *Config) { c.AllowAddrs = []netip.Prefix{{}} }, "AllowAddrs[0]"},
+	}
+	for _, c := range cases {
+		cfg := good
+		c.edit(&cfg)
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error containing %q, got %v", c.want, err)
+		}
+		if err != nil && strings.Contains(err.Error(), secret[6:]) {
+			t.Errorf("error repeats the secret: %v", err)
+		}
+	}
+	if _, err := New(good); err != nil {
+		t.Errorf("good config: %v", err)
+	}
+}
+
+// The allow-list is loud: New logs a warning naming the ranges.
+func TestAllowListIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	if _, err := New(Config{Endpoint: "http://x/", Secrets: []string{secret}, Logger: log, AllowAddrs: loopback}); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "127.0.0.0/8") {
+		t.Errorf("log = %q, want a warning naming 127.0.0.0/8", out)
+	}
+	buf.Reset()
+	if _, err := New(Config{Endpoint: "http://x/", Secrets: []string{secret}, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("a default config logged %q", buf.String())
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"1", time.Second, true},
+		{"3600", time.Hour, true},
+		{"99999999999999999999999", MaxRetryAfter, true},
+		{"Sun, 01 Mar 2026 12:01:00 GMT", time.Minute, true},
+		{"Sunday, 01-Mar-26 12:01:00 GMT", time.Minute, true},
+		{"Sun Mar  1 12:01:00 2026", time.Minute, true},
+		{"Sun, 01 Mar 2026 11:00:00 GMT", 0, true},
+		{"Sun, 01 Mar 2036 11:00:00 GMT", MaxRetryAfter, true},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{" 5", 0, false},
+		{"5 ", 0, false},
+		{"+5", 0, false},
+		{"tomorrow", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := ParseRetryAfter(c.in, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseRetryAfter(%q) = %s, %v; want %s, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestDetailCarriesNoSecretOrURLToken(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	got := newChannel(t, Config{Endpoint: "http://" + addr + "/in?token=sekrit"}).Send(context.Background(), attempt(1))
+	if strings.Contains(got.Detail, "sekrit") || strings.Contains(got.Detail, secret[6:]) {
+		t.Errorf("Detail leaks: %q", got.Detail)
+	}
+	if len(got.Detail) > channel.MaxDetailBytes {
+		t.Errorf("Detail is %d bytes", len(got.Detail))
+	}
+}
