@@ -119,12 +119,18 @@ type Receipt struct {
 }
 
 // Publish stores an event durably at the end of stream and returns once
-// it is: a nil error means the event will be delivered or kept as a dead
+// it is. If the Channel is a channel.Checker, an event it could never carry
+// is refused first with its error, and nothing is stored. A nil error means the event will be delivered or kept as a dead
 // letter, whatever crashes later. Publishing an ID again is idempotent.
 // On an error the event may or may not have been stored; publish it again
 // with the same ID. If this Service owns the stream, its worker adopts the
 // event at once; otherwise the owner finds it at its next poll.
 func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte) (Receipt, error) {
+	if c, ok := s.cfg.Channel.(channel.Checker); ok {
+		if err := c.Check(stream, id, payload); err != nil {
+			return Receipt{}, fmt.Errorf("courier: publish %q on stream %q refused: %w", id, stream, err)
+		}
+	}
 	rec, created, err := s.cfg.Worker.Store.Enqueue(ctx, stream, id, payload)
 	if err != nil {
 		s.tel.storeFailed(ctx, "Enqueue", err)

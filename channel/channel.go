@@ -56,3 +56,12 @@ func Truncate(s string) string {
 	}
 	return s[:cut]
 }
+
+// Checker is implemented by a Channel that can tell at acceptance that an
+// event could never travel (a payload over its size limit, an ID it cannot
+// carry). The runtime calls Check before storing an event and refuses the
+// event to its producer with that error, so that what was accepted is
+// never dead-lettered later for a reason known up front.
+type Checker interface {
+	Check(stream, id string, payload []byte) error
+}
