@@ -16,10 +16,15 @@ func (c *Core) ensureStream(ctx context.Context, tx Tx, stream string) error {
 // lockStream reads stream's row and, where the dialect locks, holds it
 // until commit. ok is false if the stream has no row.
 func (c *Core) lockStream(ctx context.Context, tx Tx, stream string) (h store.Held, lastSeq uint64, ok bool, err error) {
+	return c.readStream(ctx, tx, stream, c.d.Lock)
+}
+
+// readStream reads stream's row, with lock appended to the query.
+func (c *Core) readStream(ctx context.Context, tx Tx, stream, lock string) (h store.Held, lastSeq uint64, ok bool, err error) {
 	var token, expires, seq int64
 	var released bool
 	err = tx.QueryRow(ctx, `SELECT last_seq, lease_owner, lease_token, lease_expires, lease_released
-		FROM streams WHERE name = $1`+c.d.Lock, stream).Scan(&seq, &h.Owner, &token, &expires, &released)
+		FROM streams WHERE name = $1`+lock, stream).Scan(&seq, &h.Owner, &token, &expires, &released)
 	if c.d.NoRows(err) {
 		return store.Held{}, 0, false, nil
 	}

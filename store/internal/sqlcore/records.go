@@ -138,7 +138,7 @@ func (c *Core) Pending(ctx context.Context, l store.Lease, after uint64, limit i
 	var out []machine.Record
 	err := c.read(ctx, "pending", func(tx Tx, now int64) error {
 		out = out[:0]
-		h, _, _, err := c.lockStream(ctx, tx, l.Stream)
+		h, _, _, err := c.readStream(ctx, tx, l.Stream, "")
 		if err != nil {
 			return err
 		}
