@@ -13,6 +13,19 @@ func (c *Core) ensureStream(ctx context.Context, tx Tx, stream string) error {
 	return tx.Exec(ctx, `INSERT INTO streams (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, stream)
 }
 
+// lockOrCreateStream locks stream's row, creating it first if it has
+// none: the common case, an existing stream, costs one statement.
+func (c *Core) lockOrCreateStream(ctx context.Context, tx Tx, stream string) error {
+	if _, _, ok, err := c.lockStream(ctx, tx, stream); ok || err != nil {
+		return err
+	}
+	if err := c.ensureStream(ctx, tx, stream); err != nil {
+		return err
+	}
+	_, _, _, err := c.lockStream(ctx, tx, stream)
+	return err
+}
+
 // lockStream reads stream's row and, where the dialect locks, holds it
 // until commit. ok is false if the stream has no row.
 func (c *Core) lockStream(ctx context.Context, tx Tx, stream string) (h store.Held, lastSeq uint64, ok bool, err error) {
@@ -127,7 +140,7 @@ func (c *Core) Acquire(ctx context.Context, stream, owner string, ttl time.Durat
 	}
 	var l store.Lease
 	err := c.write(ctx, "acquire", func(tx Tx, now int64) error {
-		if err := c.ensureStream(ctx, tx, stream); err != nil {
+		if err := c.lockOrCreateStream(ctx, tx, stream); err != nil {
 			return err
 		}
 		h, _, _, err := c.lockStream(ctx, tx, stream)
