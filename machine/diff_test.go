@@ -2,12 +2,12 @@
 // replaced (kept in internal/reference): rapid feeds both the same inputs
 // (accepts, adoptions, ticks, results with every outcome, stale and
 // duplicate results, probe results, misuse, restarts, and Recover from
-// arbitrary valid record sets) and after every input requires the same
-// error, the same Batch, the same Records, circuit, queue, in-flight list
-// and stats, compared with cmp.Diff. With an idempotency window set, the
-// new machine may forget settled records: then inputs never name a
-// forgotten ID, batches must still be identical, and Records must be the
-// reference's minus settled records only, as few as the window allows.
+// arbitrary valid record sets; batches recycled or not) and after every
+// input requires the same error, the same Batch, the same Records,
+// circuit, queue, in-flight list and stats, compared with cmp.Diff. With
+// an idempotency window set, the new machine may forget settled records:
+// then inputs never name a forgotten ID, batches must still be identical,
+// and Records must be the reference's minus settled records only.
 package machine_test
 
 import (
@@ -158,6 +158,9 @@ func (dt *diffTest) step(t *rapid.T, in machine.Input) {
 		t.Fatalf("%s: batch (-reference +machine):\n%s", in.Format(epoch), diff)
 	}
 	dt.record(b)
+	if rapid.Bool().Draw(t, "recycle") {
+		dt.m.Recycle(b)
+	}
 }
 
 func (dt *diffTest) record(b machine.Batch) {

@@ -88,6 +88,7 @@ type Machine struct {
 
 	stats Stats
 	out   Batch
+	spare Batch // a recycled batch whose slices the next one reuses
 	dirty []*entry
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
@@ -266,13 +267,27 @@ func (m *Machine) InFlight() []Send {
 // Step applies one input and returns what the caller must do, in the order
 // Batch documents. An error means the input was misuse and nothing changed.
 func (m *Machine) Step(in Input) (Batch, error) {
-	switch in.(type) {
+	// A type switch, not in.at() or %T: passing in on to an interface
+	// method or to fmt would make every caller's input escape to the heap.
+	var at time.Time
+	switch in := in.(type) {
 	case nil:
 		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
+	case Accept:
+		at = in.At
+	case Adopt:
+		at = in.At
+	case Tick:
+		at = in.At
+	case Result:
+		at = in.At
+	case ProbeResult:
+		at = in.At
 	case *Accept, *Adopt, *Tick, *Result, *ProbeResult:
-		return Batch{}, fmt.Errorf("%w: %T: pass inputs by value", ErrBadInput, in)
+		return Batch{}, fmt.Errorf("%w: an input passed by pointer: pass inputs by value", ErrBadInput)
+	default:
+		return Batch{}, fmt.Errorf("%w: unknown input type; want Accept, Adopt, Tick, Result or ProbeResult", ErrBadInput)
 	}
-	at := in.at()
 	if at.Before(m.now) {
 		return Batch{}, fmt.Errorf("%w: input at %v is before the last reading %v", ErrTimeWentBackwards, at, m.now)
 	}
@@ -348,7 +363,7 @@ func (m *Machine) check(in Input) error {
 			return fmt.Errorf("%w: probe 0 was never sent; probes count from 1", ErrNoSuchAttempt)
 		}
 	default:
-		return fmt.Errorf("%w: unknown input type %T", ErrBadInput, in)
+		return fmt.Errorf("%w: unknown input type", ErrBadInput)
 	}
 	return nil
 }
@@ -888,8 +903,35 @@ func (m *Machine) flush() Batch {
 	}
 	m.dirty = m.dirty[:0]
 	out := m.out
-	m.out = Batch{}
+	m.out, m.spare = m.spare, Batch{}
+	// An empty list is nil, as it always was; its buffer stays for later.
+	reuseEmpty(&out.Persist, &m.out.Persist)
+	reuseEmpty(&out.Acks, &m.out.Acks)
+	reuseEmpty(&out.Sends, &m.out.Sends)
+	reuseEmpty(&out.Probes, &m.out.Probes)
+	reuseEmpty(&out.Circuit, &m.out.Circuit)
 	return out
+}
+
+func reuseEmpty[T any](out, next *[]T) {
+	if len(*out) == 0 {
+		if cap(*next) == 0 {
+			*next = (*out)[:0]
+		}
+		*out = nil
+	}
+}
+
+// Recycle hands back a Batch the caller has acted on, so that the
+// machine reuses its slices for a later batch instead of allocating new
+// ones: a runtime that recycles every batch makes a steady step allocate
+// nothing but the accepted event. After Recycle the caller must not read
+// b again, and must recycle a batch at most once. Recycling is optional.
+func (m *Machine) Recycle(b Batch) {
+	clear(b.Persist) // drop the payloads the records point to
+	clear(b.Sends)
+	clear(b.Acks)
+	m.spare = Batch{Persist: b.Persist[:0], Acks: b.Acks[:0], Sends: b.Sends[:0], Probes: b.Probes[:0], Circuit: b.Circuit[:0]}
 }
 
 func cmpUint64(a, b uint64) int {
