@@ -118,7 +118,9 @@ func New(cfg Config) (*Machine, error) {
 // attempt counted in a record may have reached the receiver, and its
 // outcome will never be reported (a Result for it is ignored as stale).
 // Such an event waits until its persisted NextAt and is then sent as the
-// next attempt; if it has no attempts left it is dead (exhausted). If any
+// next attempt; if it has no attempts left it is dead (exhausted), and if
+// its payload is over MaxPayloadBytes it cannot be sent and is dead
+// (rejected), as Adopt makes it. If any
 // record is parked, the circuit starts open and a probe goes out at once;
 // otherwise, if a waiting record has an attempt behind it, the circuit
 // starts checking (a probe, no send until it answers). The batch lists no
