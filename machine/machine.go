@@ -130,36 +130,8 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 	if err != nil {
 		return nil, Batch{}, err
 	}
-	recs := slices.Clone(records)
-	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
-	for i, r := range recs {
-		if err := checkRecord(r); err != nil {
-			return nil, Batch{}, err
-		}
-		if i > 0 && recs[i-1].Seq == r.Seq {
-			return nil, Batch{}, fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
-		}
-		if _, dup := m.byID[r.ID]; dup {
-			return nil, Batch{}, fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
-		}
-		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
-			continue
-		}
-		e := newEntry(r)
-		m.byID[r.ID] = e
-		m.all = append(m.all, e)
-		m.lastSeq = r.Seq
-		if !r.State.Terminal() {
-			m.queued++
-		}
-	}
-	m.now = now
-	for _, e := range m.all {
-		if e.rec.State.Terminal() {
-			m.settle(e)
-		} else {
-			m.place(e)
-		}
+	if err := m.load(records, now); err != nil {
+		return nil, Batch{}, err
 	}
 	// Only records that can still be sent say anything about the channel:
 	// one out of attempts dies here, one that cannot be sent (its payload
@@ -198,6 +170,43 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 	}
 	m.advance()
 	return m, m.flush(), nil
+}
+
+// load takes the store's records into a new machine, in Seq order, and
+// indexes them as at time now.
+func (m *Machine) load(records []Record, now time.Time) error {
+	recs := slices.Clone(records)
+	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
+	for i, r := range recs {
+		if err := checkRecord(r); err != nil {
+			return err
+		}
+		if i > 0 && recs[i-1].Seq == r.Seq {
+			return fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
+		}
+		if _, dup := m.byID[r.ID]; dup {
+			return fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
+		}
+		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
+			continue
+		}
+		e := newEntry(r)
+		m.byID[r.ID] = e
+		m.all = append(m.all, e)
+		m.lastSeq = r.Seq
+		if !r.State.Terminal() {
+			m.queued++
+		}
+	}
+	m.now = now
+	for _, e := range m.all {
+		if e.rec.State.Terminal() {
+			m.settle(e)
+		} else {
+			m.place(e)
+		}
+	}
+	return nil
 }
 
 func checkRecord(r Record) error {
