@@ -211,8 +211,8 @@ func BenchmarkTick(b *testing.B) {
 
 // BenchmarkResult measures the Result of a failed attempt at the head of
 // a strict stream with a backlog behind it, and the Tick that sends the
-// head again when its Retry-After has passed: the head keeps failing
-// while the backlog waits.
+// head again when its backoff has passed: the head keeps failing while
+// the backlog waits.
 func BenchmarkResult(b *testing.B) {
 	for _, n := range backlogs {
 		b.Run(fmt.Sprintf("blocked/backlog=%d", n), func(b *testing.B) {
@@ -223,12 +223,12 @@ func BenchmarkResult(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				batch, err := m.Step(machine.Result{At: now, ID: "head", Attempt: attempt, Outcome: machine.OutcomeFailed, RetryAfter: time.Second})
+				batch, err := m.Step(machine.Result{At: now, ID: "head", Attempt: attempt, Outcome: machine.OutcomeFailed})
 				if err != nil {
 					b.Fatal(err)
 				}
+				now = batch.WakeAt // the head's backoff
 				recycle(m, batch)
-				now = now.Add(time.Second)
 				batch, err = m.Step(machine.Tick{At: now})
 				if err != nil || len(batch.Sends) != 1 {
 					b.Fatalf("tick: %v; sent %d attempts, want the head again", err, len(batch.Sends))
