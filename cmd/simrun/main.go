@@ -30,6 +30,9 @@ import (
 	"github.com/courierlab/courier/sim"
 )
 
+// rebuildHint says how to get a build that has the planted bugs.
+const rebuildHint = "this simrun is a normal build, which has no planted bugs: rebuild with -tags plant (go run -tags plant ./cmd/simrun ...)"
+
 // Exit codes; see the command doc.
 const (
 	exitOK          = 0
@@ -58,8 +61,12 @@ exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
 `
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
-	if err := plant.Check(plant.Active()); err != nil {
+	if err := plant.Check(plant.Requested()); err != nil {
 		fmt.Fprintf(stderr, "simrun: this build links in %v\n", err)
+		return exitUsage
+	}
+	if b := plant.Requested(); b != "" && !plant.Enabled {
+		fmt.Fprintf(stderr, "simrun: the linker was asked for planted bug %q, but %s\n", b, rebuildHint)
 		return exitUsage
 	}
 	if len(args) == 0 {
@@ -85,6 +92,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case "results":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "simrun results takes no arguments, got %q\n", args[1:])
+			return exitUsage
+		}
+		if !plant.Enabled {
+			// Refuse before minutes of runs: only a plant build can write
+			// the catch matrix.
+			fmt.Fprintf(stderr, "simrun results: RESULTS.md includes the planted-bug catch matrix; %s\n", rebuildHint)
 			return exitUsage
 		}
 		if err := writeResults(stdout); err != nil {

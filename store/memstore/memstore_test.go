@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/store/memstore"
@@ -130,47 +129,6 @@ func enqueue(t *testing.T, s *memstore.Store, stream, id string) {
 	t.Helper()
 	if _, _, err := s.Enqueue(t.Context(), stream, id, []byte("p-"+id)); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestSkipFencing: the planted bug lets a stale lease's Save through;
-// without it the same Save is refused.
-func TestSkipFencing(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		bug     plant.Bug
-		wantErr error
-	}{
-		{"fenced", "", store.ErrStaleLease},
-		{"planted", plant.SkipFencing, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			restore, err := plant.Set(c.bug)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer restore()
-			ctx := t.Context()
-			s, clock := newStore(t)
-			enqueue(t, s, "s", "e1")
-			old := acquire(t, s, "s", "zombie")
-			rec := pending(t, s, old)[0]
-			clock.Advance(ttl)
-			acquire(t, s, "s", "w2")
-
-			rec.Attempts = 1
-			err = s.Save(ctx, old, []machine.Record{rec})
-			if !errors.Is(err, c.wantErr) {
-				t.Fatalf("stale Save: error = %v, want %v", err, c.wantErr)
-			}
-			want := 0
-			if c.wantErr == nil {
-				want = 1
-			}
-			if got := get(t, s, "e1").Attempts; got != want {
-				t.Errorf("attempts after the stale Save = %d, want %d", got, want)
-			}
-		})
 	}
 }
 
