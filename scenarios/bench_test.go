@@ -17,7 +17,7 @@ func BenchmarkScenario(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				seed := uint64(i%StandardSeeds + 1)
+				seed := uint64(i%sc.SeedCount() + 1)
 				i++
 				if _, _, err := sc.Run(seed, sim.Options{}); err != nil {
 					b.Fatal(err)
