@@ -93,6 +93,20 @@ type Config struct {
 	// MaxPayloadBytes bounds one event's payload.
 	MaxPayloadBytes int
 
+	// KeepSettled and KeepSettledFor are the idempotency window: how many
+	// settled (delivered or dead) records, and for how long after they
+	// settled, the machine keeps in memory so that an Accept of their ID
+	// is still acknowledged as a duplicate. Past either bound the record
+	// settled longest ago is forgotten; the store keeps it. With either
+	// bound set, a record taken over with Adopt is forgotten as soon as it
+	// settles: a shared store answers for idempotency then. Zero (both)
+	// keeps every settled record, and memory grows with history. See
+	// "Idempotency window" in the package doc for what a producer that
+	// resends after the window gets.
+	KeepSettled int
+	// KeepSettledFor: see KeepSettled. Zero sets no bound by time.
+	KeepSettledFor time.Duration
+
 	// Seed decides every jitter value. The same seed, inputs and config
 	// give the same delays in any port of the machine.
 	Seed uint64
@@ -117,6 +131,7 @@ func DefaultConfig() Config {
 		ProbeMaxInterval:  time.Minute,
 		MaxQueued:         100_000,
 		MaxPayloadBytes:   1 << 20,
+		KeepSettled:       100_000,
 		Seed:              1,
 	}
 }
@@ -175,9 +190,16 @@ func (c Config) Validate() error {
 		return bad("MaxQueued", "is %d; must be at least 1", c.MaxQueued)
 	case c.MaxPayloadBytes < 1:
 		return bad("MaxPayloadBytes", "is %d; must be at least 1", c.MaxPayloadBytes)
+	case c.KeepSettled < 0:
+		return bad("KeepSettled", "is %d; must not be negative (0 keeps every settled record)", c.KeepSettled)
+	case c.KeepSettledFor < 0:
+		return bad("KeepSettledFor", "is %v; must not be negative (0 sets no bound by time)", c.KeepSettledFor)
 	}
 	return nil
 }
+
+// forgets reports whether the idempotency window is bounded.
+func (c *Config) forgets() bool { return c.KeepSettled > 0 || c.KeepSettledFor > 0 }
 
 // window is the effective in-flight limit.
 func (c Config) window() int {

@@ -17,7 +17,8 @@
 // store accepted and numbered), Tick, Result, ProbeResult. Each Step returns a Batch; honour it in the order its doc
 // gives: persist, then acknowledge, then send and probe, then tick at
 // WakeAt. An error from Step means the input was misuse (time went
-// backwards, a malformed input, an attempt never sent) and nothing changed.
+// backwards, a malformed input such as an Accept at the zero time, an
+// attempt never sent) and nothing changed.
 //
 // # States
 //
@@ -97,10 +98,43 @@
 // still counts. Accepting a known ID changes nothing, not even the
 // payload, and acknowledges again (Ack.Duplicate).
 //
-// # Limits
+// # Cost
 //
-// The machine remembers every ID it accepted, so that acceptance stays
-// idempotent; memory grows with history. A long-lived runtime keeps
-// terminal records in its store for as long as producers may resend and
-// rebuilds the machine from them with Recover.
+// A step costs O(log n) in the events the stream holds, not O(n): the
+// machine indexes what each step looks for (attempts in flight by
+// timeout, waiting events by deadline and by due time, the head of a
+// strict stream), and WakeAt comes from those indexes. Only what the
+// caller must persist scales with the backlog: a circuit that opens parks
+// every waiting event, and one that closes releases them all. A runtime
+// that acts on each batch before the next input can hand it back with
+// Recycle, and a steady step then allocates nothing but the accepted
+// event.
+//
+// # Idempotency window
+//
+// Accepting an ID the machine holds changes nothing and is acknowledged
+// as a duplicate. It holds every event that is not settled, and the
+// settled ones in its idempotency window: a settled record stays while it
+// is among the last Config.KeepSettled to settle and less than
+// Config.KeepSettledFor has passed since it settled (each bound applies
+// only when set; a record is forgotten by the first step after it leaves
+// the window, after that step's input). A producer that offers an ID again after
+// its record left the window makes a new event: it is accepted with a new
+// Seq, persisted as a new record (the store must let it replace the old
+// one or sit beside it), acknowledged as new and delivered again. Only the
+// receiver's deduplication by ID then keeps it from taking effect twice,
+// so choose a window longer than producers resend. Zero for both keeps
+// every settled record: memory then grows with history. DefaultConfig
+// keeps the last 100,000.
+//
+// With a shared store the store answers for idempotency (it enqueues by
+// ID), so a machine with a window forgets a record it took over with
+// Adopt as soon as that record settles. Adopt of a forgotten ID is then
+// refused like any record whose Seq is not above the last one (the store
+// hands over only records above it), and a late Result for it is ignored
+// as one for an unknown event.
+//
+// Records returns what the machine holds. The store keeps every record:
+// a forgotten one is no less durable, and Recover takes the window's
+// newest back from the settled records it is given.
 package machine

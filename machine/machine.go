@@ -27,13 +27,20 @@ var (
 	ErrBadRecord = errors.New("machine: bad record")
 )
 
-// entry is a record plus what only memory knows about it.
+// entry is a record plus what only memory knows about it. While an
+// attempt is in flight, rec.NextAt is the instant it times out.
 type entry struct {
-	rec      Record
-	inFlight bool // rec.Attempts is out on the channel, outcome unknown
-	sentAt   time.Time
-	dirty    bool // changed in the current step
+	rec       Record
+	ti        int32 // position in the time heap named by where
+	xi        int32 // position in the expiry heap; -1 when not in it
+	where     queue // the time heap the entry is in, if any
+	inFlight  bool  // rec.Attempts is out on the channel, outcome unknown
+	dirty     bool  // changed in the current step
+	adopted   bool  // came with Adopt: forgotten as soon as it settles, when the window is bounded
+	forgotten bool  // settled and out of the idempotency window; dropped from Machine.all lazily
 }
+
+func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
 // deadline is e's Record.Deadline, without copying the record and the
 // config on the hot path of every step.
@@ -55,12 +62,21 @@ type Stats struct {
 type Machine struct {
 	cfg     Config
 	now     time.Time
-	byID    map[string]*entry
-	all     []*entry // every entry in Seq order, terminal ones included
-	live    []*entry // non-terminal entries in Seq order; compacted lazily
+	byID    map[string]*entry // every entry not forgotten
+	all     []*entry          // every entry in Seq order, forgotten ones until compact drops them
+	head    int               // all[:head] are settled: the strict head is at or after it
+	nForgot int               // forgotten entries still in all
 	lastSeq uint64
 	queued  int // non-terminal entries
 	flying  int // entries in flight
+
+	// The indexes (index.go): what each step looks for, without a scan.
+	flight  heap // in flight, by timeout
+	future  heap // waiting, due after now, by NextAt
+	due     heap // waiting and due, by Seq (independent order only)
+	expiry  heap // waiting, by deadline
+	settled fifo // the idempotency window, oldest first
+	scratch []*entry
 
 	circuit    Circuit
 	streak     int // consecutive retryable failures, any event
@@ -72,6 +88,7 @@ type Machine struct {
 
 	stats Stats
 	out   Batch
+	spare Batch // a recycled batch whose slices the next one reuses
 	dirty []*entry
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
@@ -83,7 +100,15 @@ func New(cfg Config) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{cfg: cfg, byID: make(map[string]*entry), circuit: Closed}, nil
+	return &Machine{
+		cfg:     cfg,
+		byID:    make(map[string]*entry),
+		circuit: Closed,
+		flight:  heap{key: byNextAt, q: inFlight},
+		future:  heap{key: byNextAt, q: inFuture},
+		due:     heap{key: bySeq, q: inDue},
+		expiry:  heap{key: byAccepted, q: inNone},
+	}, nil
 }
 
 // Recover rebuilds a machine from the records the store holds, as at time
@@ -93,7 +118,9 @@ func New(cfg Config) (*Machine, error) {
 // attempt counted in a record may have reached the receiver, and its
 // outcome will never be reported (a Result for it is ignored as stale).
 // Such an event waits until its persisted NextAt and is then sent as the
-// next attempt; if it has no attempts left it is dead (exhausted). If any
+// next attempt; if it has no attempts left it is dead (exhausted), and if
+// its payload is over MaxPayloadBytes it cannot be sent and is dead
+// (rejected), as Adopt makes it. If any
 // record is parked, the circuit starts open and a probe goes out at once;
 // otherwise, if a waiting record has an attempt behind it, the circuit
 // starts checking (a probe, no send until it answers). The batch lists no
@@ -103,37 +130,23 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 	if err != nil {
 		return nil, Batch{}, err
 	}
-	recs := slices.Clone(records)
-	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
-	for i, r := range recs {
-		if err := checkRecord(r); err != nil {
-			return nil, Batch{}, err
-		}
-		if i > 0 && recs[i-1].Seq == r.Seq {
-			return nil, Batch{}, fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
-		}
-		if _, dup := m.byID[r.ID]; dup {
-			return nil, Batch{}, fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
-		}
-		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
-			continue
-		}
-		e := &entry{rec: r}
-		m.byID[r.ID] = e
-		m.all = append(m.all, e)
-		m.lastSeq = r.Seq
-		if !r.State.Terminal() {
-			m.live = append(m.live, e)
-			m.queued++
-		}
+	if err := m.load(records, now); err != nil {
+		return nil, Batch{}, err
 	}
-	m.now = now
 	// Only records that can still be sent say anything about the channel:
-	// one out of attempts dies here, one past MaxAge dies in advance.
+	// one out of attempts dies here, one that cannot be sent (its payload
+	// is over the limit, as Adopt treats it) too, one past MaxAge dies in
+	// advance.
 	parked, troubled := false, false
-	for _, e := range m.live {
-		if e.rec.Attempts >= cfg.MaxAttempts {
+	for _, e := range m.all {
+		switch {
+		case e.rec.State.Terminal():
+			continue
+		case e.rec.Attempts >= cfg.MaxAttempts:
 			m.kill(e, Exhausted)
+			continue
+		case len(e.rec.Payload) > cfg.MaxPayloadBytes:
+			m.kill(e, Rejected)
 			continue
 		}
 		if !now.Before(e.deadline(&m.cfg)) {
@@ -157,6 +170,43 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 	}
 	m.advance()
 	return m, m.flush(), nil
+}
+
+// load takes the store's records into a new machine, in Seq order, and
+// indexes them as at time now.
+func (m *Machine) load(records []Record, now time.Time) error {
+	recs := slices.Clone(records)
+	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
+	for i, r := range recs {
+		if err := checkRecord(r); err != nil {
+			return err
+		}
+		if i > 0 && recs[i-1].Seq == r.Seq {
+			return fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
+		}
+		if _, dup := m.byID[r.ID]; dup {
+			return fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
+		}
+		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
+			continue
+		}
+		e := newEntry(r)
+		m.byID[r.ID] = e
+		m.all = append(m.all, e)
+		m.lastSeq = r.Seq
+		if !r.State.Terminal() {
+			m.queued++
+		}
+	}
+	m.now = now
+	for _, e := range m.all {
+		if e.rec.State.Terminal() {
+			m.settle(e)
+		} else {
+			m.place(e)
+		}
+	}
+	return nil
 }
 
 func checkRecord(r Record) error {
@@ -201,10 +251,15 @@ func (m *Machine) Queued() int { return m.queued }
 
 // Records returns a copy of every record, terminal ones included, in Seq
 // order: what the store should hold after every batch was persisted.
+//
+// With an idempotency window (Config.KeepSettled, KeepSettledFor), settled
+// records out of the window are no longer held, and so not returned.
 func (m *Machine) Records() []Record {
-	out := make([]Record, len(m.all))
-	for i, e := range m.all {
-		out[i] = e.rec
+	out := make([]Record, 0, len(m.all)-m.nForgot)
+	for _, e := range m.all {
+		if !e.forgotten {
+			out = append(out, e.rec)
+		}
 	}
 	return out
 }
@@ -213,24 +268,37 @@ func (m *Machine) Records() []Record {
 // order.
 func (m *Machine) InFlight() []Send {
 	var out []Send
-	for _, e := range m.live {
-		if e.inFlight {
-			out = append(out, Send{ID: e.rec.ID, Seq: e.rec.Seq, Attempt: e.rec.Attempts, Payload: e.rec.Payload})
-		}
+	for _, e := range m.flight.items {
+		out = append(out, Send{ID: e.rec.ID, Seq: e.rec.Seq, Attempt: e.rec.Attempts, Payload: e.rec.Payload})
 	}
+	slices.SortFunc(out, func(a, b Send) int { return cmpUint64(a.Seq, b.Seq) })
 	return out
 }
 
 // Step applies one input and returns what the caller must do, in the order
 // Batch documents. An error means the input was misuse and nothing changed.
 func (m *Machine) Step(in Input) (Batch, error) {
-	switch in.(type) {
+	// A type switch, not in.at() or %T: passing in on to an interface
+	// method or to fmt would make every caller's input escape to the heap.
+	var at time.Time
+	switch in := in.(type) {
 	case nil:
 		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
+	case Accept:
+		at = in.At
+	case Adopt:
+		at = in.At
+	case Tick:
+		at = in.At
+	case Result:
+		at = in.At
+	case ProbeResult:
+		at = in.At
 	case *Accept, *Adopt, *Tick, *Result, *ProbeResult:
-		return Batch{}, fmt.Errorf("%w: %T: pass inputs by value", ErrBadInput, in)
+		return Batch{}, fmt.Errorf("%w: an input passed by pointer: pass inputs by value", ErrBadInput)
+	default:
+		return Batch{}, fmt.Errorf("%w: unknown input type; want Accept, Adopt, Tick, Result or ProbeResult", ErrBadInput)
 	}
-	at := in.at()
 	if at.Before(m.now) {
 		return Batch{}, fmt.Errorf("%w: input at %v is before the last reading %v", ErrTimeWentBackwards, at, m.now)
 	}
@@ -261,6 +329,9 @@ func (m *Machine) check(in Input) error {
 		switch {
 		case in.ID == "":
 			return fmt.Errorf("%w: accept with an empty ID", ErrBadInput)
+		case in.At.IsZero():
+			// The record could not be recovered: it would have no acceptance time.
+			return fmt.Errorf("%w: accept %q with a zero time", ErrBadInput, in.ID)
 		case len(in.ID) > MaxIDBytes:
 			return fmt.Errorf("%w: accept ID of %d bytes exceeds %d", ErrBadInput, len(in.ID), MaxIDBytes)
 		case len(in.Payload) > m.cfg.MaxPayloadBytes:
@@ -303,7 +374,7 @@ func (m *Machine) check(in Input) error {
 			return fmt.Errorf("%w: probe 0 was never sent; probes count from 1", ErrNoSuchAttempt)
 		}
 	default:
-		return fmt.Errorf("%w: unknown input type %T", ErrBadInput, in)
+		return fmt.Errorf("%w: unknown input type", ErrBadInput)
 	}
 	return nil
 }
@@ -320,17 +391,17 @@ func (m *Machine) accept(in Accept) {
 	if m.circuit == Open {
 		state = Parked
 	}
-	e := &entry{rec: Record{
+	e := newEntry(Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
 		Payload:    slices.Clone(in.Payload),
 		AcceptedAt: in.At,
 		State:      state,
 		NextAt:     in.At,
-	}}
+	})
 	m.byID[in.ID] = e
 	m.all = append(m.all, e)
-	m.live = append(m.live, e)
+	m.place(e)
 	m.queued++
 	m.stats.Accepted++
 	m.touch(e)
@@ -346,10 +417,11 @@ func (m *Machine) adopt(in Adopt) {
 	}
 	r := in.Record
 	r.Payload = slices.Clone(r.Payload)
-	e := &entry{rec: r}
+	e := newEntry(r)
+	e.adopted = true
 	m.byID[r.ID] = e
 	m.all = append(m.all, e)
-	m.live = append(m.live, e)
+	m.place(e)
 	m.lastSeq = r.Seq
 	m.queued++
 	m.stats.Accepted++
@@ -398,6 +470,7 @@ func (m *Machine) result(in Result) {
 
 // land takes an entry off the wire.
 func (m *Machine) land(e *entry) {
+	m.flight.remove(e)
 	e.inFlight = false
 	m.flying--
 }
@@ -472,12 +545,16 @@ func (m *Machine) probeHealthy() {
 		m.streak = m.cfg.BreakerThreshold - 1
 		m.reverseDrain = plant.On(plant.DrainOutOfOrder)
 		// Release the backlog; dispatch drains it in acceptance order.
-		for _, e := range m.live {
+		// Every parked entry is waiting (in the expiry heap), but for one
+		// sent while open under the planted bug SendWhileOpen.
+		m.scratch = append(append(m.scratch[:0], m.flight.items...), m.expiry.items...)
+		for _, e := range m.scratch {
 			if e.rec.State == Parked {
 				e.rec.NextAt = m.now
 				m.setState(e, Pending, NotDead)
 			}
 		}
+		clear(m.scratch)
 		m.setCircuit(Closed)
 	default:
 		panic(fmt.Sprintf("machine: invalid transition [probe healthy in %s]: no probe is sent while closed", m.circuit))
@@ -489,10 +566,10 @@ func (m *Machine) probeFailed() {
 	case Checking:
 		m.setCircuit(Open)
 		m.stats.CircuitOpenings++
-		for _, e := range m.live {
-			if !e.inFlight && !e.rec.State.Terminal() {
-				m.setState(e, Parked, NotDead)
-			}
+		// Every waiting entry is in the expiry heap, and parking moves
+		// none out of it.
+		for _, e := range m.expiry.items {
+			m.setState(e, Parked, NotDead)
 		}
 	case Open:
 	default:
@@ -505,17 +582,14 @@ func (m *Machine) probeFailed() {
 // advance does everything that time alone makes due, then sends what may
 // be sent, then computes the next wake-up.
 func (m *Machine) advance() {
-	// One pass: attempts that timed out fail, then events past MaxAge die.
-	// (Each entry's outcome depends only on itself and the circuit, and
-	// expiry never touches the circuit, so one pass equals two.)
-	expire := !plant.On(plant.PoisonBlocksForever)
-	for _, e := range m.live {
-		if e.inFlight && !m.now.Before(e.sentAt.Add(m.cfg.AttemptTimeout)) {
-			m.land(e)
-			m.fail(e, 0)
-		}
-		if expire && !e.inFlight && !e.rec.State.Terminal() && !m.now.Before(e.deadline(&m.cfg)) {
-			m.kill(e, Expired)
+	// Attempts that timed out fail, then events past MaxAge die. (Each
+	// entry's outcome depends only on itself and the circuit, and expiry
+	// never touches the circuit, so the order between them is free; the
+	// timeouts go in Seq order all the same.)
+	m.timeouts()
+	if !plant.On(plant.PoisonBlocksForever) {
+		for m.expiry.len() > 0 && !m.now.Before(m.expiry.items[0].deadline(&m.cfg)) {
+			m.kill(m.expiry.items[0], Expired)
 		}
 	}
 	if m.probeOut && !m.now.Before(m.probeSent.Add(m.cfg.ProbeTimeout)) {
@@ -527,29 +601,76 @@ func (m *Machine) advance() {
 	if m.circuit == Open && !m.probeOut && m.queued > 0 && !m.now.Before(m.probeNext) {
 		m.sendProbe()
 	}
+	m.migrate()
 	if m.circuit == Closed || plant.On(plant.SendWhileOpen) {
 		m.dispatch()
 	}
+	m.forgetOld()
 	m.compact()
 	m.out.WakeAt = m.wakeAt()
 }
 
+// timeouts fails every attempt in flight whose timeout has come.
+func (m *Machine) timeouts() {
+	m.scratch = m.scratch[:0]
+	for m.flight.len() > 0 && !m.now.Before(m.flight.items[0].rec.NextAt) {
+		e := m.flight.items[0]
+		m.land(e)
+		m.scratch = append(m.scratch, e)
+	}
+	if len(m.scratch) > 1 {
+		slices.SortFunc(m.scratch, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
+	}
+	for _, e := range m.scratch {
+		m.fail(e, 0)
+	}
+	clear(m.scratch)
+}
+
+// migrate moves the waiting entries that have become due out of the
+// future heap.
+func (m *Machine) migrate() {
+	for m.future.len() > 0 && !m.now.Before(m.future.items[0].rec.NextAt) {
+		e := m.future.items[0]
+		m.future.remove(e)
+		if m.cfg.Ordering == Independent {
+			m.due.push(e)
+		}
+	}
+}
+
 // dispatch starts attempts, in acceptance order, while the window allows.
 func (m *Machine) dispatch() {
-	live := m.live
-	if m.reverseDrain {
-		live = slices.Clone(live)
-		slices.Reverse(live)
+	switch {
+	case m.reverseDrain:
+		m.dispatchScan(true)
+	case m.cfg.Ordering == Strict:
+		m.dispatchScan(false)
+	default:
+		m.dispatchDue()
 	}
-	for _, e := range live {
+}
+
+// dispatchScan walks the stream in acceptance order (reversed under the
+// planted bug DrainOutOfOrder) from its head. In strict order the first
+// entry that cannot go holds the rest, so a step looks at one entry.
+func (m *Machine) dispatchScan(reverse bool) {
+	for m.head < len(m.all) && m.all[m.head].rec.State.Terminal() {
+		m.head++
+	}
+	i, end, step := m.head, len(m.all), 1
+	if reverse {
+		i, end, step = len(m.all)-1, m.head-1, -1
+	}
+	for ; i != end; i += step {
+		e := m.all[i]
 		if m.flying >= m.cfg.window() {
 			return
 		}
 		if e.rec.State.Terminal() {
 			continue
 		}
-		stuck := e.rec.Attempts >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever)
-		if e.inFlight || m.now.Before(e.rec.NextAt) || stuck {
+		if e.inFlight || m.now.Before(e.rec.NextAt) || m.stuck(e) {
 			if m.cfg.Ordering == Strict {
 				return // the head of the stream holds the rest
 			}
@@ -557,6 +678,31 @@ func (m *Machine) dispatch() {
 		}
 		m.start(e)
 	}
+}
+
+// dispatchDue starts the due entries of an independent stream, lowest Seq
+// first.
+func (m *Machine) dispatchDue() {
+	m.scratch = m.scratch[:0]
+	for m.flying < m.cfg.window() && m.due.len() > 0 {
+		e := m.due.items[0]
+		if m.stuck(e) {
+			m.due.remove(e)
+			m.scratch = append(m.scratch, e)
+			continue
+		}
+		m.start(e)
+	}
+	for _, e := range m.scratch {
+		m.due.push(e)
+	}
+	clear(m.scratch)
+}
+
+// stuck is the planted bug PoisonBlocksForever: an exhausted event that
+// is never sent nor given up.
+func (m *Machine) stuck(e *entry) bool {
+	return e.rec.Attempts >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever)
 }
 
 func (m *Machine) start(e *entry) {
@@ -567,10 +713,11 @@ func (m *Machine) start(e *entry) {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> send] for %s: attempt %d would exceed MaxAttempts %d",
 			e.rec.State, e.rec.ID, e.rec.Attempts+1, m.cfg.MaxAttempts))
 	}
+	m.unplace(e)
 	e.rec.Attempts++
 	e.rec.NextAt = m.now.Add(m.cfg.AttemptTimeout)
 	e.inFlight = true
-	e.sentAt = m.now
+	m.flight.push(e)
 	m.flying++
 	m.stats.Sends++
 	m.touch(e)
@@ -597,18 +744,25 @@ func (m *Machine) wakeAt() time.Time {
 	} else if m.circuit == Open && m.queued > 0 {
 		consider(m.probeNext)
 	}
-	for _, e := range m.live {
-		switch {
-		case e.rec.State.Terminal():
-			continue
-		case e.inFlight:
-			consider(e.sentAt.Add(m.cfg.AttemptTimeout))
-			continue
+	// Each heap's top is its earliest instant, and advance has handled
+	// every instant up to now: attempts timed out, events expired, due
+	// entries left the future heap.
+	if m.flight.len() > 0 {
+		consider(m.flight.items[0].rec.NextAt)
+	}
+	if m.expiry.len() > 0 {
+		if d := m.expiry.items[0].deadline(&m.cfg); d.After(m.now) {
+			consider(d)
+		} else {
+			// Only under the planted bug PoisonBlocksForever, which keeps
+			// expired events: the earliest deadline still to come.
+			for _, e := range m.expiry.items {
+				consider(e.deadline(&m.cfg))
+			}
 		}
-		consider(e.deadline(&m.cfg))
-		if m.circuit == Closed {
-			consider(e.rec.NextAt)
-		}
+	}
+	if m.circuit == Closed && m.future.len() > 0 {
+		consider(m.future.items[0].rec.NextAt)
 	}
 	return wake
 }
@@ -625,8 +779,89 @@ func (m *Machine) setState(e *entry, s State, why DeadReason) {
 	e.rec.Reason = why
 	if s.Terminal() {
 		m.queued--
+		m.unplace(e)
+		m.settle(e)
+	} else {
+		m.place(e)
 	}
 	m.touch(e)
+}
+
+// place puts a waiting entry in the expiry heap, if it is not there, and
+// in the time heap its NextAt calls for.
+func (m *Machine) place(e *entry) {
+	if e.xi < 0 {
+		m.expiry.push(e)
+	}
+	want := inNone
+	switch {
+	case e.rec.NextAt.After(m.now):
+		want = inFuture
+	case m.cfg.Ordering == Independent:
+		want = inDue
+	}
+	switch {
+	case e.where == want && want == inFuture:
+		m.future.fix(e) // its NextAt may have moved
+	case e.where == want:
+	default:
+		m.unqueue(e)
+		switch want {
+		case inFuture:
+			m.future.push(e)
+		case inDue:
+			m.due.push(e)
+		}
+	}
+}
+
+// unplace takes an entry out of the waiting indexes.
+func (m *Machine) unplace(e *entry) {
+	if e.xi >= 0 {
+		m.expiry.remove(e)
+	}
+	m.unqueue(e)
+}
+
+func (m *Machine) unqueue(e *entry) {
+	switch e.where {
+	case inFuture:
+		m.future.remove(e)
+	case inDue:
+		m.due.remove(e)
+	}
+}
+
+// settle enters a settled entry in the idempotency window, or forgets it
+// at once if it came with Adopt; the oldest beyond KeepSettled goes.
+func (m *Machine) settle(e *entry) {
+	if !m.cfg.forgets() {
+		return
+	}
+	if e.adopted {
+		m.forget(e)
+		return
+	}
+	m.settled.push(settledEntry{e: e, at: m.now})
+	if m.cfg.KeepSettled > 0 && m.settled.len() > m.cfg.KeepSettled {
+		m.forget(m.settled.pop())
+	}
+}
+
+// forgetOld forgets the settled entries older than KeepSettledFor.
+func (m *Machine) forgetOld() {
+	if m.cfg.KeepSettledFor <= 0 {
+		return
+	}
+	for m.settled.len() > 0 && !m.now.Before(m.settled.front().at.Add(m.cfg.KeepSettledFor)) {
+		m.forget(m.settled.pop())
+	}
+}
+
+func (m *Machine) forget(e *entry) {
+	delete(m.byID, e.rec.ID)
+	e.forgotten = true
+	m.nForgot++
 }
 
 func (m *Machine) kill(e *entry, why DeadReason) { m.setState(e, Dead, why) }
@@ -648,13 +883,27 @@ func (m *Machine) touch(e *entry) {
 	}
 }
 
-// compact drops terminal entries from live once they pile up, keeping
-// dispatch and wakeAt linear in the waiting events, not in history.
+// compact drops forgotten entries from all once they are half of it, so
+// that memory follows the idempotency window, not history.
 func (m *Machine) compact() {
-	if len(m.live) < 2*m.queued+16 {
+	if m.nForgot < 64 || 2*m.nForgot < len(m.all) {
 		return
 	}
-	m.live = slices.DeleteFunc(m.live, func(e *entry) bool { return e.rec.State.Terminal() })
+	kept, head := 0, 0
+	for i, e := range m.all {
+		if i == m.head {
+			head = kept
+		}
+		if !e.forgotten {
+			m.all[kept] = e
+			kept++
+		}
+	}
+	if m.head >= len(m.all) {
+		head = kept
+	}
+	clear(m.all[kept:])
+	m.all, m.head, m.nForgot = m.all[:kept], head, 0
 }
 
 func (m *Machine) flush() Batch {
@@ -665,8 +914,35 @@ func (m *Machine) flush() Batch {
 	}
 	m.dirty = m.dirty[:0]
 	out := m.out
-	m.out = Batch{}
+	m.out, m.spare = m.spare, Batch{}
+	// An empty list is nil, as it always was; its buffer stays for later.
+	reuseEmpty(&out.Persist, &m.out.Persist)
+	reuseEmpty(&out.Acks, &m.out.Acks)
+	reuseEmpty(&out.Sends, &m.out.Sends)
+	reuseEmpty(&out.Probes, &m.out.Probes)
+	reuseEmpty(&out.Circuit, &m.out.Circuit)
 	return out
+}
+
+func reuseEmpty[T any](out, next *[]T) {
+	if len(*out) == 0 {
+		if cap(*next) == 0 {
+			*next = (*out)[:0]
+		}
+		*out = nil
+	}
+}
+
+// Recycle hands back a Batch the caller has acted on, so that the
+// machine reuses its slices for a later batch instead of allocating new
+// ones: a runtime that recycles every batch makes a steady step allocate
+// nothing but the accepted event. After Recycle the caller must not read
+// b again, and must recycle a batch at most once. Recycling is optional.
+func (m *Machine) Recycle(b Batch) {
+	clear(b.Persist) // drop the payloads the records point to
+	clear(b.Sends)
+	clear(b.Acks)
+	m.spare = Batch{Persist: b.Persist[:0], Acks: b.Acks[:0], Sends: b.Sends[:0], Probes: b.Probes[:0], Circuit: b.Circuit[:0]}
 }
 
 func cmpUint64(a, b uint64) int {
