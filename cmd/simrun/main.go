@@ -55,6 +55,8 @@ const usage = `usage:
                                                 run N swarm seeds, each drawing its own world
   simrun replay FILE [-trace] [-html FILE]      replay a failing sweep seed exactly
   simrun results                                print RESULTS.md (make results writes it)
+  simrun bench [-scenario NAME] [-seeds N] [-sweep N] [-parallel P]
+                                                events/s, time compression and sweep seeds/s on this machine
 
 exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
 4 scenario expectation failed, 5 crash
@@ -89,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return sweepCommand(args[1:], stdout, stderr)
 	case "replay":
 		return replayCommand(args[1:], stdout, stderr)
+	case "bench":
+		return benchCommand(args[1:], stdout, stderr)
 	case "results":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "simrun results takes no arguments, got %q\n", args[1:])
