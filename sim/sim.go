@@ -166,10 +166,10 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		enc:       make([]byte, 0, traceFlushBytes+256),
 	}
 	// The log is the run's largest allocation: size it for the usual
-	// seven or eight entries per event (persist, ack, persist the attempt,
-	// send, apply, reply, persist the outcome), so that a long run does
-	// not copy it over and over as it grows.
-	s.run.Entries = make([]invariants.Entry, 0, 8*w.Events+64)
+	// eight to ten entries per event (persist, ack, persist the attempt,
+	// send, apply, reply, persist the outcome; parking and faults add
+	// some), so that a long run does not copy it as it grows.
+	s.run.Entries = make([]invariants.Entry, 0, 10*w.Events+64)
 	s.run.Policy = w.Policy
 	s.run.ReceiverFences = w.Receiver.Fence
 	if w.FaultsEnd > 0 {
