@@ -7,6 +7,7 @@ import (
 	"hash"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/courierlab/courier/internal/plant"
@@ -102,6 +103,7 @@ type sim struct {
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart *rand.Rand
 
+	ids        []string // the workload's event IDs, EventID(i) at i
 	acked      map[string]bool
 	answered   map[attemptKey]bool // the sender already has an outcome
 	firstOffer time.Time
@@ -215,8 +217,10 @@ func (s *sim) simulate() error {
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
 	var lastOffer time.Duration
+	s.ids = make([]string, w.Events)
 	for i := range w.Events {
 		id := EventID(i)
+		s.ids[i] = id
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
 		s.q.schedule(Epoch.Add(at), func() { s.offer(id, 1) })
@@ -435,7 +439,10 @@ func (s *sim) offer(id string, copy int) {
 	s.cover(FaultDuplicateOffer, id)
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check.
-	payload := fmt.Appendf(nil, `{"event":%q,"copy":%d}`, id, copy)
+	// The same bytes as fmt's {"event":%q,"copy":%d}, without fmt.
+	payload := make([]byte, 0, len(id)+24)
+	payload = strconv.AppendQuote(append(payload, `{"event":`...), id)
+	payload = append(strconv.AppendInt(append(payload, `,"copy":`...), int64(copy), 10), '}')
 	if s.cluster {
 		s.enqueue(id, payload)
 	} else {
@@ -617,8 +624,7 @@ func (s *sim) result() Result {
 		}
 	}
 	// Counted per event of the workload, in a fixed order.
-	for i := range s.w.Events {
-		id := EventID(i)
+	for _, id := range s.ids {
 		if !s.acked[id] {
 			continue
 		}
