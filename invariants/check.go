@@ -67,6 +67,7 @@ type eventView struct {
 	acked     bool
 	ackStep   int
 	persisted bool
+	pos       int            // position in acceptance order (checker.order)
 	first     machine.Record // as first persisted: its identity
 	rec       machine.Record // latest persisted
 	refused   bool           // the channel refused an attempt of it
@@ -97,6 +98,7 @@ type checker struct {
 	run     Run
 	events  map[string]*eventView
 	order   []string                   // IDs in order of first persistence (acceptance order)
+	strict  strictOrder                // the same order, indexed for the order check
 	circuit map[string]machine.Circuit // per worker
 	// flying holds, per worker, the attempts started (persisted) and not
 	// yet answered, with their start: an attempt ends at its reply or, at
@@ -179,6 +181,7 @@ func (c *checker) persisted(e Entry) {
 		v.seq = r.Seq
 		v.first = r
 		c.order = append(c.order, r.ID)
+		v.pos = c.strict.add(r.Seq)
 	} else {
 		prev := v.rec
 		if prev.Seq != r.Seq {
@@ -215,6 +218,7 @@ func (c *checker) persisted(e Entry) {
 		c.deserved(e, v)
 	}
 	v.rec = r
+	c.strict.set(v.pos, r.State.Terminal())
 }
 
 type attemptKey struct {
@@ -304,15 +308,10 @@ func (c *checker) sent(e Entry) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the event was parked", e.Attempt)
 	}
 	if p.Ordering == machine.Strict {
-		for _, id := range c.order {
+		if pos, blocked := c.strict.blocker(v.seq); blocked {
+			id := c.order[pos]
 			w := c.events[id]
-			if w.seq >= v.seq {
-				break
-			}
-			if !w.rec.State.Terminal() {
-				c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, id, w.rec.State)
-				break
-			}
+			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, id, w.rec.State)
 		}
 	}
 }

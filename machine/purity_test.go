@@ -7,6 +7,7 @@ package machine_test
 import (
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/importer"
 	"go/parser"
 	"go/token"
@@ -118,18 +119,24 @@ func TestPurity(t *testing.T) {
 	}
 	for _, path := range allowedInternal {
 		dir := filepath.Join("..", strings.TrimPrefix(path, "github.com/courierlab/courier/"))
-		problems, err := checkDir(dir, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range problems {
-			t.Errorf("%s, imported by machine, is not pure: %s", path, p)
+		// Both builds: internal/plant's switches exist only with -tags plant.
+		for _, tags := range [][]string{nil, {"plant"}} {
+			problems, err := checkDir(dir, true, tags...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("%s (tags %v), imported by machine, is not pure: %s", path, tags, p)
+			}
 		}
 	}
 }
 
-// checkDir checks the non-test Go files of one package directory.
-func checkDir(dir string, allowMapRange bool) ([]string, error) {
+// checkDir checks the non-test Go files of one package directory that a
+// build with the given tags compiles.
+func checkDir(dir string, allowMapRange bool, tags ...string) ([]string, error) {
+	ctx := build.Default
+	ctx.BuildTags = tags
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
@@ -138,6 +145,12 @@ func checkDir(dir string, allowMapRange bool) ([]string, error) {
 	var files []*ast.File
 	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		if ok, err := ctx.MatchFile(dir, filepath.Base(path)); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
 		src, err := os.ReadFile(path)

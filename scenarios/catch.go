@@ -1,13 +1,6 @@
 package scenarios
 
-import (
-	"fmt"
-	"slices"
-
-	"github.com/courierlab/courier/internal/plant"
-	"github.com/courierlab/courier/invariants"
-	"github.com/courierlab/courier/sim"
-)
+import "github.com/courierlab/courier/internal/plant"
 
 // CatchBound is the most swarm seeds any planted bug may survive: the
 // catch-matrix test fails if a bug's expected invariant has not caught it
@@ -27,40 +20,3 @@ type Catch struct {
 
 // Caught reports whether the expected invariant caught the bug.
 func (c Catch) Caught() bool { return c.Seed != 0 }
-
-// CatchBug switches bug on, sweeps swarm seeds from 1 until the expected
-// invariant flags a run (at most limit seeds), and switches it off again.
-// It must not run while any other run is in progress: the bug is global.
-func CatchBug(bug plant.Bug, limit int) (Catch, error) {
-	expected, ok := plant.Expected[bug]
-	if !ok {
-		return Catch{}, fmt.Errorf("unknown planted bug %q", bug)
-	}
-	restore, err := plant.Set(bug)
-	if err != nil {
-		return Catch{}, err
-	}
-	defer restore()
-	c := Catch{Bug: bug, Expected: expected}
-	for seed := uint64(1); seed <= uint64(limit); seed++ {
-		r, _ := RunSwarmSeed(seed, sim.Options{})
-		var names []string
-		for _, v := range r.Violations {
-			if !slices.Contains(names, v.Invariant) {
-				names = append(names, v.Invariant)
-			}
-		}
-		if slices.Contains(names, expected) {
-			c.Seed = seed
-			c.Also = sortByCatalogue(names)
-			return c, nil
-		}
-	}
-	return c, nil
-}
-
-func sortByCatalogue(names []string) []string {
-	order := append(slices.Clone(invariants.Names), Crash)
-	slices.SortFunc(names, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
-	return names
-}

@@ -34,6 +34,12 @@ func currentHashes(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("# scenario seed trace-hash; regenerate with: go test ./scenarios -run TestGoldenTraceHashes -update\n")
 	for _, sc := range All() {
+		if sc.Seeds != 0 {
+			// A long scenario (long-outage) is pinned by its seed-1 hash in
+			// RESULTS.md, not here: .ci/cross replays this file under
+			// qemu-i386 and js/wasm, where 100,000 events take minutes.
+			continue
+		}
 		for _, seed := range goldenSeeds {
 			r, _, err := sc.Run(seed, sim.Options{})
 			if err != nil {

@@ -9,7 +9,7 @@
 //
 // To watch it shrink, run it in a deliberately broken build:
 //
-//	go test ./scenarios -run TestPropertyAnyWorld -ldflags=-X=github.com/courierlab/courier/internal/plant.build=drain-out-of-order
+//	go test -tags plant ./scenarios -run TestPropertyAnyWorld -ldflags=-X=github.com/courierlab/courier/internal/plant.build=drain-out-of-order
 package scenarios
 
 import (

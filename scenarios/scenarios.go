@@ -24,6 +24,17 @@ type Scenario struct {
 	// Check asserts what the scenario exists to show; it returns one
 	// line per failed expectation.
 	Check func(r sim.Result) []string
+	// Seeds is how many seeds, from 1, `go test` and RESULTS.md run; 0
+	// for StandardSeeds. Only a scenario too long for that many sets it.
+	Seeds int
+}
+
+// SeedCount is how many seeds of s `go test` and RESULTS.md run.
+func (s Scenario) SeedCount() int {
+	if s.Seeds > 0 {
+		return s.Seeds
+	}
+	return StandardSeeds
 }
 
 // StandardSeeds is how many seeds of every scenario `go test` runs and
@@ -282,7 +293,7 @@ func All() []Scenario {
 				return c
 			},
 		},
-	}, clusterScenarios()...)
+	}, append(clusterScenarios(), longOutage())...)
 }
 
 // ClusterBase is Base with three workers sharing one store: 2s leases,

@@ -13,7 +13,7 @@ func TestScenariosHoldInvariants(t *testing.T) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			for seed := uint64(1); seed <= StandardSeeds; seed++ {
+			for seed := uint64(1); seed <= uint64(sc.SeedCount()); seed++ {
 				r, fails, err := sc.Run(seed, sim.Options{})
 				if err != nil {
 					t.Fatal(err)

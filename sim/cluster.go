@@ -139,7 +139,7 @@ func (s *sim) poll(w *worker) {
 		}
 		w.lease, w.leased = ls[0], true
 		s.newestToken = max(s.newestToken, w.lease.Token)
-		s.wlogf(w, "lease %s token=%d until %s", ls[0].Stream, ls[0].Token, machine.FormatInstant(ls[0].Expires, Epoch))
+		s.note(w, opLease, str(ls[0].Stream), unum(ls[0].Token), instant(ls[0].Expires))
 		s.observe(invariants.Entry{Kind: invariants.LeaseGranted, Worker: w.name, Token: w.lease.Token, Until: w.lease.Expires, Detail: w.owner()})
 	} else {
 		ttl := c.LeaseTTL
@@ -175,7 +175,7 @@ func (s *sim) poll(w *worker) {
 		for _, r := range recs {
 			w.lastSeq = max(w.lastSeq, r.Seq)
 		}
-		s.wlogf(w, "recovers %d waiting records; circuit %s", len(recs), m.Circuit())
+		s.note(w, opRecovers, num(len(recs)), str(m.Circuit().String()))
 		s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: w.name, Detail: "took over the stream"})
 		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Worker: w.name, Circuit: m.Circuit()})
 		s.execute(w, b)
@@ -210,7 +210,7 @@ func (s *sim) poll(w *worker) {
 			s.storeRefused(w, "release", err)
 			return
 		}
-		s.wlogf(w, "releases the stream: nothing left to do")
+		s.note(w, opReleases)
 		s.dropMachine(w)
 		w.leased = false
 	}
@@ -228,14 +228,14 @@ func (s *sim) storeRefused(w *worker, what string, err error) {
 	if !errors.Is(err, store.ErrUnavailable) {
 		panic(fmt.Sprintf("sim: seed %d: %s %s: unexpected store error: %v", s.seed, w.name, what, err))
 	}
-	s.wlogf(w, "fault store-refusal: %s refused", what)
+	s.note(w, opStoreRefusal, str(what))
 	s.coverAll(FaultStoreRefusal)
 }
 
 // loseLease: the worker is no longer the owner. It drops its machine and
 // sends nothing more; what it already sent may still land.
 func (s *sim) loseLease(w *worker, why string) {
-	s.wlogf(w, "loses the stream: %s", why)
+	s.note(w, opLoses, str(why))
 	s.stats.FencedWrites++
 	w.leased = false
 	s.dropMachine(w)
@@ -259,7 +259,7 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 			s.loseLease(w, fmt.Sprintf("write fenced off: token %d is stale", w.lease.Token))
 			return
 		case errors.Is(err, store.ErrInvalidWrite):
-			s.wlogf(w, "write rejected as invalid: %v", err)
+			s.note(w, opWriteRejected, str(err.Error()))
 			s.observe(invariants.Entry{Kind: invariants.WriteRejected, Worker: w.name, Token: w.lease.Token, Detail: err.Error()})
 			s.dropMachine(w)
 			return
@@ -283,7 +283,7 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 			// sends: the worker wakes as the owner it was and sends.
 			w.frozenUntil = s.now.Add(p.For)
 			w.stalled = true
-			s.wlogf(w, "fault pause: stalls for %v with %d sends in hand", p.For, len(b.Sends))
+			s.note(w, opPause, dur(p.For), num(len(b.Sends)))
 			for _, x := range b.Sends {
 				s.cover(FaultPause, x.ID)
 			}
@@ -293,7 +293,7 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 					return // it crashed in its stall: the sends died with it
 				}
 				w.stalled = false
-				s.wlogf(w, "wakes from its pause and carries on")
+				s.note(w, opWakes)
 				s.sendAll(w, b.Sends)
 				s.act(w, b)
 			})
@@ -308,12 +308,12 @@ func (s *sim) executeShared(w *worker, b machine.Batch) {
 // back after down as a new incarnation.
 func (s *sim) crash(w *worker, down time.Duration) {
 	if w.down {
-		s.wlogf(w, "fault crash: already down")
+		s.note(w, opAlreadyDown)
 		return
 	}
 	s.stats.Restarts++
 	s.coverAll(FaultWorkerCrash)
-	s.wlogf(w, "fault crash: down for %v", down)
+	s.note(w, opCrash, dur(down))
 	s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: w.name, Detail: "crashed"})
 	w.down = true
 	w.leased = false
@@ -322,7 +322,7 @@ func (s *sim) crash(w *worker, down time.Duration) {
 	s.q.schedule(s.now.Add(down), func() {
 		w.down = false
 		w.inc++
-		s.wlogf(w, "comes back as %s", w.owner())
+		s.note(w, opComesBack, str(w.name), num(w.inc))
 		s.schedulePoll(w, s.now)
 	})
 }
@@ -336,20 +336,20 @@ func (s *sim) enqueue(id string, payload []byte) {
 		if !errors.Is(err, store.ErrUnavailable) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
 		}
-		s.logf("fault store-refusal: enqueue %s refused; no ack", id)
+		s.note(nil, opEnqueueRefused, str(id))
 		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
 		s.cover(FaultStoreRefusal, id)
 		return
 	}
 	if created {
-		s.logf("store persist %s", rec.Format(Epoch))
+		s.note(nil, opStorePersist, record(&rec))
 		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: rec})
 		if by := rec.AcceptedAt.Add(s.settleWithin()); s.w.MaxDuration == 0 && by.After(s.end) {
 			s.end = by
 		}
-		s.logf("store ack %s seq=%d", rec.ID, rec.Seq)
+		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
-		s.logf("store ack %s seq=%d duplicate", rec.ID, rec.Seq)
+		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
 		s.stats.DuplicateAcks++
 	}
 	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})

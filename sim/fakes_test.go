@@ -220,11 +220,7 @@ func TestReceiver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			restore, err := plant.Set(tt.bug)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer restore()
+			switchOn(t, tt.bug)
 			r := newReceiver(tt.cfg)
 			var g got
 			for _, d := range tt.deliveries {

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"hash/fnv"
 	"math/rand/v2"
 	"time"
@@ -11,14 +10,26 @@ import (
 // breaks ties: two happenings at the same instant occur in the order they
 // were scheduled, so the run never depends on heap internals.
 type happening struct {
-	at         time.Time
+	key        int64 // at as nanoseconds since Epoch: the heap compares it
 	seq        uint64
+	at         time.Time
 	do         func()
 	background bool
 }
 
+// before orders happenings by instant, then by scheduling order.
+func (a *happening) before(b *happening) bool {
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return a.seq < b.seq
+}
+
+// queue is a binary min-heap of happenings held by value: scheduling one
+// allocates nothing but its closure, and comparing two is two integer
+// comparisons.
 type queue struct {
-	items []*happening
+	items []happening
 	seq   uint64
 	// foreground counts the pending happenings that are not background
 	// chores (a worker's periodic poll): a run with only chores left has
@@ -27,41 +38,57 @@ type queue struct {
 }
 
 func (q *queue) Len() int { return len(q.items) }
-func (q *queue) Less(i, j int) bool {
-	a, b := q.items[i], q.items[j]
-	if a.at.Equal(b.at) {
-		return a.seq < b.seq
-	}
-	return a.at.Before(b.at)
-}
-func (q *queue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *queue) Push(x any)    { q.items = append(q.items, x.(*happening)) }
-func (q *queue) Pop() any {
-	n := len(q.items) - 1
-	h := q.items[n]
-	q.items[n] = nil
-	q.items = q.items[:n]
-	return h
-}
 
 func (q *queue) schedule(at time.Time, do func()) {
-	q.seq++
 	q.foreground++
-	heap.Push(q, &happening{at: at, seq: q.seq, do: do})
+	q.push(at, do, false)
 }
 
 // scheduleChore schedules a background chore; see queue.foreground.
 func (q *queue) scheduleChore(at time.Time, do func()) {
-	q.seq++
-	heap.Push(q, &happening{at: at, seq: q.seq, do: do, background: true})
+	q.push(at, do, true)
 }
 
-func (q *queue) next() *happening {
-	h := heap.Pop(q).(*happening)
-	if !h.background {
+func (q *queue) push(at time.Time, do func(), background bool) {
+	q.seq++
+	q.items = append(q.items, happening{key: int64(at.Sub(Epoch)), seq: q.seq, at: at, do: do, background: background})
+	h := q.items
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].before(&h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *queue) next() happening {
+	h := q.items
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = happening{} // drop the closure
+	h = h[:n]
+	for i := 0; ; {
+		small, l, r := i, 2*i+1, 2*i+2
+		if l < n && h[l].before(&h[small]) {
+			small = l
+		}
+		if r < n && h[r].before(&h[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+	q.items = h
+	if !top.background {
 		q.foreground--
 	}
-	return h
+	return top
 }
 
 // stream returns an independent generator for one part of the world,

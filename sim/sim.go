@@ -2,12 +2,12 @@ package sim
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/courierlab/courier/internal/plant"
@@ -23,7 +23,8 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Options choose what a run keeps besides its summary.
 type Options struct {
 	// Trace keeps every trace line in Result.Trace. The hash is computed
-	// either way.
+	// either way, from a binary encoding of the same lines (trace.go):
+	// text is formatted only when it is kept.
 	Trace bool
 }
 
@@ -32,8 +33,8 @@ type Result struct {
 	Seed  uint64
 	World World
 	// Trace is every input, effect and fault as a stable line (only with
-	// Options.Trace); Hash is the SHA-256 of all of them, first 16 hex
-	// digits: same seed and world, same hash, on any platform.
+	// Options.Trace); Hash is the SHA-256 of their binary encoding, first
+	// 16 hex digits: same seed and world, same hash, on any platform.
 	Trace []string
 	Hash  string
 	// Run is the observation log the checker judged.
@@ -102,6 +103,7 @@ type sim struct {
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
 
+	ids        []string // the workload's event IDs, EventID(i) at i
 	acked      map[string]bool
 	answered   map[attemptKey]bool // the sender already has an outcome
 	firstOffer time.Time
@@ -113,8 +115,9 @@ type sim struct {
 	end time.Time
 
 	run   invariants.Run
-	trace []string
-	hash  hash.Hash
+	trace []string  // the text of every line, with Options.Trace
+	hash  hash.Hash // of the encoded lines (trace.go)
+	enc   []byte    // encoded lines not yet fed to hash
 	stats Stats
 }
 
@@ -163,7 +166,13 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		acked:     map[string]bool{},
 		answered:  map[attemptKey]bool{},
 		hash:      sha256.New(),
+		enc:       make([]byte, 0, traceFlushBytes+256),
 	}
+	// The log is the run's largest allocation: size it for the usual
+	// eight to ten entries per event (persist, ack, persist the attempt,
+	// send, apply, reply, persist the outcome; parking and faults add
+	// some), so that a long run does not copy it as it grows.
+	s.run.Entries = make([]invariants.Entry, 0, 10*w.Events+64)
 	s.run.Policy = w.Policy
 	s.run.ReceiverFences = w.Receiver.Fence
 	if w.FaultsEnd > 0 {
@@ -187,24 +196,6 @@ func (s *sim) settleWithin() time.Duration {
 
 func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
 
-// wlogf logs a line about worker w; the single sender's lines carry no
-// name, so single-process traces read as they always did.
-func (s *sim) wlogf(w *worker, format string, args ...any) {
-	if w.name != "" {
-		format = w.name + " " + format
-	}
-	s.logf(format, args...)
-}
-
-func (s *sim) logf(format string, args ...any) {
-	line := fmt.Sprintf("%10s  %s", machine.FormatInstant(s.now, Epoch), fmt.Sprintf(format, args...))
-	s.hash.Write([]byte(line))
-	s.hash.Write([]byte{'\n'})
-	if s.opt.Trace {
-		s.trace = append(s.trace, line)
-	}
-}
-
 func (s *sim) observe(e invariants.Entry) {
 	e.At = s.now
 	s.run.Add(e)
@@ -212,7 +203,7 @@ func (s *sim) observe(e invariants.Entry) {
 
 func (s *sim) simulate() error {
 	w := s.w
-	s.logf("world seed=%d events=%d ordering=%s faults-end=%v", s.seed, w.Events, w.Policy.Ordering, w.FaultsEnd)
+	s.note(nil, opWorld, unum(s.seed), num(w.Events), str(w.Policy.Ordering.String()), dur(w.FaultsEnd))
 	if s.cluster {
 		s.startCluster()
 	} else {
@@ -227,8 +218,10 @@ func (s *sim) simulate() error {
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
 	var lastOffer time.Duration
+	s.ids = make([]string, w.Events)
 	for i := range w.Events {
 		id := EventID(i)
+		s.ids[i] = id
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
 		s.q.schedule(Epoch.Add(at), func() { s.offer(id, 1) })
@@ -261,7 +254,7 @@ func (s *sim) simulate() error {
 		h := s.q.next()
 		if h.at.After(s.end) {
 			s.now = s.end
-			s.logf("stop: time limit %v reached with %d happenings pending", s.end.Sub(Epoch), s.q.Len()+1)
+			s.note(nil, opStop, dur(s.end.Sub(Epoch)), num(s.q.Len()+1))
 			break
 		}
 		if h.at.Before(s.now) {
@@ -272,7 +265,7 @@ func (s *sim) simulate() error {
 	}
 	s.run.Finished = true
 	s.run.Final = s.allRecords()
-	s.logf("end")
+	s.note(nil, opEnd)
 	return nil
 }
 
@@ -298,10 +291,10 @@ func (s *sim) allRecords() []machine.Record {
 // Only an Accept may be refused (queue full); any other error is a bug in
 // the simulator or the machine, and stops the run loudly.
 func (s *sim) step(w *worker, in machine.Input) {
-	s.wlogf(w, "in   %s", in.Format(Epoch))
+	s.note(w, opIn, input(in))
 	b, err := s.stepMachine(w, in)
 	if a, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
-		s.wlogf(w, "out  refused: queue full")
+		s.note(w, opRefused)
 		s.observe(invariants.Entry{Kind: invariants.Refused, Worker: w.name, ID: a.ID, Detail: "queue full"})
 		return
 	}
@@ -314,10 +307,10 @@ func (s *sim) step(w *worker, in machine.Input) {
 // execute carries out a batch in the order its contract requires.
 func (s *sim) execute(w *worker, b machine.Batch) {
 	if b.Ignored != "" {
-		s.wlogf(w, "out  ignored: %s", b.Ignored)
+		s.note(w, opIgnored, str(b.Ignored))
 	}
 	for _, c := range b.Circuit {
-		s.wlogf(w, "out  circuit %s -> %s", c.From, c.To)
+		s.note(w, opCircuit, str(c.From.String()), str(c.To.String()))
 		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Worker: w.name, Circuit: c.To})
 		if c.To == machine.Open {
 			s.stats.CircuitOpenings++
@@ -357,7 +350,7 @@ func (s *sim) execute(w *worker, b machine.Batch) {
 // persisted logs records the store has made durable.
 func (s *sim) persisted(w *worker, recs []machine.Record) {
 	for _, r := range recs {
-		s.wlogf(w, "out  persist %s", r.Format(Epoch))
+		s.note(w, opPersist, record(&r))
 		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: w.name, Token: w.lease.Token, ID: r.ID, Seq: r.Seq, Record: r})
 		if r.State.Terminal() {
 			s.lastSettle = s.now
@@ -372,7 +365,7 @@ func (s *sim) persisted(w *worker, recs []machine.Record) {
 // follows the sends.
 func (s *sim) act(w *worker, b machine.Batch) {
 	for _, p := range b.Probes {
-		s.wlogf(w, "out  probe %d", p.N)
+		s.note(w, opProbe, unum(p.N))
 		s.observe(invariants.Entry{Kind: invariants.Probed, Worker: w.name, Detail: fmt.Sprint(p.N)})
 		s.stats.Probes++
 		s.probe(w, p)
@@ -420,10 +413,10 @@ func (s *sim) later(w *worker, at time.Time, fn func()) {
 func (s *sim) ack(acks []machine.Ack) {
 	for _, a := range acks {
 		if a.Duplicate {
-			s.logf("out  ack %s seq=%d duplicate", a.ID, a.Seq)
+			s.note(nil, opAckDuplicate, str(a.ID), unum(a.Seq))
 			s.stats.DuplicateAcks++
 		} else {
-			s.logf("out  ack %s seq=%d", a.ID, a.Seq)
+			s.note(nil, opAck, str(a.ID), unum(a.Seq))
 		}
 		s.observe(invariants.Entry{Kind: invariants.Acked, ID: a.ID, Seq: a.Seq})
 		s.acked[a.ID] = true
@@ -432,7 +425,7 @@ func (s *sim) ack(acks []machine.Ack) {
 
 func (s *sim) sendAll(w *worker, sends []machine.Send) {
 	for _, x := range sends {
-		s.wlogf(w, "out  send %s#%d seq=%d", x.ID, x.Attempt, x.Seq)
+		s.note(w, opSend, str(x.ID), num(x.Attempt), unum(x.Seq))
 		s.observe(invariants.Entry{Kind: invariants.Sent, Worker: w.name, Token: w.lease.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
 		s.stats.Sends++
 		s.send(w, x)
@@ -445,15 +438,20 @@ func (s *sim) offer(id string, copy int) {
 		s.firstOffer = s.now
 	}
 	s.stats.Offers++
-	s.logf("producer offers %s (copy %d)", id, copy)
+	s.note(nil, opOffer, str(id), num(copy))
 	s.observe(invariants.Entry{Kind: invariants.Offered, ID: id})
 	s.cover(FaultDuplicateOffer, id)
 	// Each copy differs, so a store or machine that let a second offer
-	// replace the first would show in the checker's identity check.
-	payload := fmt.Appendf(nil, `{"event":%q,"copy":%d}`, id, copy)
+	// replace the first would show in the checker's identity check. The
+	// same bytes as fmt's {"event":%q,"copy":%d} (or {"copy":%d} when the
+	// producer sends identical payloads for distinct events), without fmt.
+	payload := make([]byte, 0, len(id)+24)
 	if s.w.Producer.SamePayload {
-		payload = fmt.Appendf(nil, `{"copy":%d}`, copy)
+		payload = append(payload, '{')
+	} else {
+		payload = append(strconv.AppendQuote(append(payload, `{"event":`...), id), ',')
 	}
+	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
 	if s.cluster {
 		s.enqueue(id, payload)
 	} else {
@@ -462,7 +460,7 @@ func (s *sim) offer(id string, copy int) {
 	// The producer keeps the event until it is acknowledged.
 	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
 		if !s.acked[id] {
-			s.logf("producer got no ack for %s; offers it again", id)
+			s.note(nil, opReoffer, str(id))
 			s.offer(id, copy+1)
 		}
 	})
@@ -490,15 +488,15 @@ func (s *sim) send(w *worker, x machine.Send) {
 	answer := func(at time.Time, outcome machine.Outcome, retryAfter time.Duration, why string) {
 		s.later(w, at, func() {
 			if s.answered[key] {
-				s.wlogf(w, "reply %s#%d %s dropped: the sender gave up on it", x.ID, x.Attempt, outcome)
+				s.note(w, opReplyGaveUp, str(x.ID), num(x.Attempt), str(outcome.String()))
 				return
 			}
 			s.answered[key] = true
 			if why != "" {
-				s.wlogf(w, "channel %s#%d: %s", x.ID, x.Attempt, why)
+				s.note(w, opChannel, str(x.ID), num(x.Attempt), str(why))
 			}
 			if w.m == nil {
-				s.wlogf(w, "reply %s#%d %s dropped: the worker no longer owns the stream", x.ID, x.Attempt, outcome)
+				s.note(w, opReplyNoOwner, str(x.ID), num(x.Attempt), str(outcome.String()))
 				return
 			}
 			// A reply to an earlier machine of this worker reaches the
@@ -513,12 +511,12 @@ func (s *sim) send(w *worker, x machine.Send) {
 	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, 0, "client timeout")
 	switch {
 	case s.inWindows(c.Outages):
-		s.logf("fault outage: %s#%d refused", x.ID, x.Attempt)
+		s.note(nil, opOutage, str(x.ID), num(x.Attempt))
 		s.coverSend(w, FaultOutage, x.ID)
 		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, 0, "connection refused")
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
-		s.logf("fault flap: %s#%d fails", x.ID, x.Attempt)
+		s.note(nil, opFlap, str(x.ID), num(x.Attempt))
 		s.coverSend(w, FaultFlap, x.ID)
 		answer(s.now.Add(s.latency()), machine.OutcomeFailed, 0, "502 from the flapping link")
 		return
@@ -527,7 +525,7 @@ func (s *sim) send(w *worker, x machine.Send) {
 	late := s.faulty() && chance(s.rChannel, c.LateRate)
 	if late {
 		arrive += c.LateDelay
-		s.logf("fault late: %s#%d held %v in the network", x.ID, x.Attempt, c.LateDelay)
+		s.note(nil, opLate, str(x.ID), num(x.Attempt), dur(c.LateDelay))
 	}
 	lose := s.faulty() && chance(s.rChannel, c.LostAckRate)
 	back := s.latency()
@@ -542,7 +540,7 @@ func (s *sim) send(w *worker, x machine.Send) {
 		case rejectedStubborn:
 			s.cover(FaultStubborn, x.ID)
 		}
-		s.logf("receiver %s %s seq=%d (attempt %d)", v, x.ID, x.Seq, x.Attempt)
+		s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(x.Attempt))
 		switch v {
 		case applied:
 			s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
@@ -550,7 +548,7 @@ func (s *sim) send(w *worker, x machine.Send) {
 			s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt, Detail: v.String()})
 		}
 		if lose {
-			s.logf("fault lost-ack: reply to %s#%d lost", x.ID, x.Attempt)
+			s.note(nil, opLostAck, str(x.ID), num(x.Attempt))
 			s.cover(FaultLostAck, x.ID)
 			return
 		}
@@ -590,7 +588,7 @@ func (s *sim) probe(w *worker, p machine.Probe) {
 	gen := w.gen
 	s.later(w, s.now.Add(delay), func() {
 		if gen != w.gen {
-			s.wlogf(w, "probe %d reply dropped: the sender restarted", p.N)
+			s.note(w, opProbeDropped, unum(p.N))
 			return
 		}
 		answer := "healthy"
@@ -610,14 +608,14 @@ func (s *sim) restart(w *worker, why string) {
 	w.gen++
 	w.tickToken++
 	w.tickAt = time.Time{}
-	s.logf("restart %d: %s", w.inc, why)
+	s.note(nil, opRestart, num(w.inc), str(why))
 	s.observe(invariants.Entry{Kind: invariants.Restarted, Detail: why})
 	m, b, err := machine.Recover(s.machineConfig(), s.now, plantedRecords(s.store.Records(), s.now))
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: recover: %v", s.seed, err))
 	}
 	w.m = m
-	s.logf("out  circuit %s (recovered)", m.Circuit())
+	s.note(nil, opRecovered, str(m.Circuit().String()))
 	s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
 	s.execute(w, b)
 }
@@ -648,8 +646,7 @@ func (s *sim) result() Result {
 		}
 	}
 	// Counted per event of the workload, in a fixed order.
-	for i := range s.w.Events {
-		id := EventID(i)
+	for _, id := range s.ids {
 		if !s.acked[id] {
 			continue
 		}
@@ -673,7 +670,7 @@ func (s *sim) result() Result {
 		Seed:       s.seed,
 		World:      s.w,
 		Trace:      s.trace,
-		Hash:       hex.EncodeToString(s.hash.Sum(nil))[:16],
+		Hash:       s.traceHash(),
 		Run:        s.run,
 		Violations: invariants.Check(s.run),
 		Stats:      st,

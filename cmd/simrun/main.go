@@ -35,6 +35,9 @@ import (
 	"github.com/courierlab/courier/sim"
 )
 
+// rebuildHint says how to get a build that has the planted bugs.
+const rebuildHint = "this simrun is a normal build, which has no planted bugs: rebuild with -tags plant (go run -tags plant ./cmd/simrun ...)"
+
 // Exit codes; see the command doc.
 const (
 	exitOK          = 0
@@ -60,6 +63,8 @@ const usage = `usage:
   simrun replay FILE [-trace] [-html FILE]      replay a failing sweep seed exactly
   simrun results                                print RESULTS.md (make results writes it)
   simrun serve [-addr 127.0.0.1:8080]           the simulator in a browser page (WebAssembly)
+  simrun bench [-scenario NAME] [-seeds N] [-sweep N] [-parallel P]
+                                                events/s, time compression and sweep seeds/s on this machine
 
 exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
 4 scenario expectation failed, 5 crash, 6 replay did not reproduce,
@@ -67,8 +72,12 @@ exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
 `
 
 func run(args []string, stdout, stderr io.Writer) (code int) {
-	if err := plant.Check(plant.Active()); err != nil {
+	if err := plant.Check(plant.Requested()); err != nil {
 		fmt.Fprintf(stderr, "simrun: this build links in %v\n", err)
+		return exitUsage
+	}
+	if b := plant.Requested(); b != "" && !plant.Enabled {
+		fmt.Fprintf(stderr, "simrun: the linker was asked for planted bug %q, but %s\n", b, rebuildHint)
 		return exitUsage
 	}
 	if len(args) == 0 {
@@ -91,9 +100,17 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return sweepCommand(args[1:], stdout, stderr)
 	case "replay":
 		return replayCommand(args[1:], stdout, stderr)
+	case "bench":
+		return benchCommand(args[1:], stdout, stderr)
 	case "results":
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "simrun results takes no arguments, got %q\n", args[1:])
+			return exitUsage
+		}
+		if !plant.Enabled {
+			// Refuse before minutes of runs: only a plant build can write
+			// the catch matrix.
+			fmt.Fprintf(stderr, "simrun results: RESULTS.md includes the planted-bug catch matrix; %s\n", rebuildHint)
 			return exitUsage
 		}
 		if err := writeResults(stdout); err != nil {

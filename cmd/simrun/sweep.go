@@ -153,7 +153,7 @@ func reproduceCommand(bug plant.Bug, args string) string {
 	if bug == "" {
 		return "go run ./cmd/simrun " + args
 	}
-	return fmt.Sprintf("go run -ldflags=-X=github.com/courierlab/courier/internal/plant.build=%s ./cmd/simrun %s", bug, args)
+	return fmt.Sprintf("go run -tags plant -ldflags=-X=github.com/courierlab/courier/internal/plant.build=%s ./cmd/simrun %s", bug, args)
 }
 
 // ReplayFile is what a failing sweep seed leaves behind: enough to replay
@@ -229,11 +229,11 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "simrun replay: %s is not a replay file: %v\n", path, err)
 		return exitUsage
 	}
-	if err := plant.Check(f.Bug); err != nil {
+	restore, err := switchBug(f.Bug)
+	if err != nil {
 		fmt.Fprintf(stderr, "simrun replay: %s: %v\n", path, err)
 		return exitUsage
 	}
-	restore, _ := plant.Set(f.Bug)
 	defer restore()
 	if f.Bug != "" {
 		fmt.Fprintf(stdout, "PLANTED BUG ACTIVE (from the replay file): %s\n", f.Bug)

@@ -6,7 +6,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/scenarios"
 	"github.com/courierlab/courier/sim"
 )
@@ -49,42 +47,6 @@ func TestSweepIndependentOfParallelism(t *testing.T) {
 			t.Fatalf("slot %d: seed %d hash %s with 1 goroutine, seed %d hash %s with 4",
 				i, one[i].Seed, one[i].Hash, many[i].Seed, many[i].Hash)
 		}
-	}
-}
-
-func TestBrokenBuildFailureReplaysExactly(t *testing.T) {
-	restore, err := plant.Set(plant.DrainOutOfOrder)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	code, out, _ := runCLI(t, "sweep", "-seeds", "10", "-failures", dir)
-	restore()
-	if code != exitSafety {
-		t.Fatalf("a sweep of a broken build exited %d, want %d (safety):\n%s", code, exitSafety, out)
-	}
-	m := regexp.MustCompile(`reproduce: go run -ldflags=-X=github.com/courierlab/courier/internal/plant.build=drain-out-of-order ./cmd/simrun replay (\S+) -trace`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no reproduce line naming the planted bug and a replay file:\n%s", out)
-	}
-	data, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f ReplayFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatal(err)
-	}
-	if f.Bug != plant.DrainOutOfOrder || len(f.Violations) == 0 || !strings.HasPrefix(f.Violations[0], "order:") {
-		t.Fatalf("replay file does not record the bug and its order violation: %+v", f)
-	}
-	// The replay sets the bug from the file; the normal build stays clean.
-	code, out, errOut := runCLI(t, "replay", m[1])
-	if code != exitSafety || !strings.Contains(out, "replayed exactly: trace hash "+f.Hash) {
-		t.Fatalf("replay exited %d; want %d and a matching hash %s:\n%s%s", code, exitSafety, f.Hash, out, errOut)
-	}
-	if plant.Active() != "" {
-		t.Fatalf("replay left planted bug %q active", plant.Active())
 	}
 }
 

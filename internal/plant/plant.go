@@ -1,14 +1,18 @@
 // Package plant holds courier's catalogue of planted bugs: deliberate
 // faults that can be switched into the machine, the fakes or the recovery
 // path to prove that the invariant checker catches them. It is internal:
-// nothing outside this module can switch a bug on, and with no bug active
-// every check is a comparison against the empty string.
+// nothing outside this module can switch a bug on.
 //
-// A bug is switched on in one of two ways:
+// The switches exist only in a build with the tag plant (on.go). A normal
+// build (off.go) has no switch at all: On is a constant false that the
+// compiler inlines away, so no flag, linker option or replay file can make
+// a shipped binary misbehave. In a plant build a bug is switched on in one
+// of two ways:
 //
-//   - in a test, with Set, which returns the function that switches it off;
+//   - in a test, with Set, which returns the function that switches it off
+//     (such a test lives in a file tagged plant);
 //   - in a deliberately broken build, with the linker:
-//     go run -ldflags=-X=github.com/courierlab/courier/internal/plant.build=NAME ./cmd/simrun sweep -seeds 200
+//     go run -tags plant -ldflags=-X=github.com/courierlab/courier/internal/plant.build=NAME ./cmd/simrun sweep -seeds 200
 //
 // Set must not be called while a run is in progress: the hooks read the
 // active bug every time they are reached.
@@ -95,28 +99,6 @@ func All() []Bug {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// build is set by the linker for a deliberately broken build.
-var build string
-
-var active = Bug(build)
-
-// Active returns the bug switched on, or "" for none.
-func Active() Bug { return active }
-
-// On reports whether b is the active bug.
-func On(b Bug) bool { return Active() == b }
-
-// Set switches b on ("" for none) and returns the function that restores
-// the previous state. It rejects a name not in the catalogue.
-func Set(b Bug) (restore func(), err error) {
-	if err := Check(b); err != nil {
-		return nil, err
-	}
-	prev := Active()
-	active = b
-	return func() { active = prev }, nil
 }
 
 // Check reports whether b names a bug of the catalogue ("" is none).

@@ -1,0 +1,36 @@
+// simrun bench prints a row per scenario with its rates and a sweep rate,
+// and rejects bad flags as usage errors.
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBenchCommand(t *testing.T) {
+	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "2", "-sweep", "0")
+	if code != exitOK {
+		t.Fatalf("bench exited %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"events/s", "compression", "steady     2      80"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "bench", "-scenario", "nope")
+	if code != exitUsage {
+		t.Errorf("bench of an unknown scenario exited %d, want %d:\n%s", code, exitUsage, out)
+	}
+	for _, args := range [][]string{{"bench", "-seeds", "0"}, {"bench", "-sweep", "-1"}, {"bench", "-parallel", "0"}, {"bench", "x"}} {
+		if code, _, _ := runCLI(t, args...); code != exitUsage {
+			t.Errorf("simrun %v exited %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+func TestBenchSweepRate(t *testing.T) {
+	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "1", "-sweep", "20")
+	if code != exitOK || !strings.Contains(out, "sweep: 20 swarm seeds") || !strings.Contains(out, "(0 failed)") {
+		t.Fatalf("bench exited %d:\n%s%s", code, out, errOut)
+	}
+}
