@@ -14,11 +14,14 @@
 // Build a machine with New (a new stream) or Recover (after a restart, or
 // when a worker takes a stream over, from the store's records). Feed every
 // input to Step: Accept (a producer's event), Adopt (an event a shared
-// store accepted and numbered), Tick, Result, ProbeResult. Each Step returns a Batch; honour it in the order its doc
-// gives: persist, then acknowledge, then send and probe, then tick at
-// WakeAt. An error from Step means the input was misuse (time went
-// backwards, a malformed input such as an Accept at the zero time, an
-// attempt never sent) and nothing changed.
+// store accepted and numbered), Tick, Result, ProbeResult. Each Step
+// returns a Batch; honour it in the order its doc gives: persist, then
+// acknowledge, then send and probe, then tick at WakeAt. An error from
+// Step changes nothing. ErrQueueFull is back-pressure, not misuse:
+// MaxQueued events are waiting, the Accept was refused and not
+// acknowledged, and the producer offers it again later. Every other error
+// means the input was misuse (time went backwards, a malformed input such
+// as an Accept at the zero time, an attempt never sent).
 //
 // # States
 //

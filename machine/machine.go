@@ -120,10 +120,12 @@ func New(cfg Config) (*Machine, error) {
 // Such an event waits until its persisted NextAt and is then sent as the
 // next attempt; if it has no attempts left it is dead (exhausted), and if
 // its payload is over MaxPayloadBytes it cannot be sent and is dead
-// (rejected), as Adopt makes it. If any
-// record is parked, the circuit starts open and a probe goes out at once;
-// otherwise, if a waiting record has an attempt behind it, the circuit
-// starts checking (a probe, no send until it answers). The batch lists no
+// (rejected), as Adopt makes it. Only records that can still be sent say
+// anything about the channel: if one of them is parked, the circuit starts
+// open and a probe goes out at once; otherwise, if one of them has an
+// attempt behind it, the circuit starts checking (a probe, no send until
+// it answers). A parked record that is already past MaxAge, out of
+// attempts or oversized dies instead and opens nothing. The batch lists no
 // circuit change for this: read Circuit() after Recover.
 func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, error) {
 	m, err := New(cfg)

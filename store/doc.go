@@ -128,7 +128,9 @@
 //	courier                                         the application
 //	-----------------------------------------------  -----------------------------------------------
 //	the protocol: enqueue, lease, attempt, transition durable, atomic storage that passes storetest
-//	  (machine + runtime)
+//	  (machine + runtime)                              and keeps what it acknowledged across a crash
+//	                                                  (storetest cannot prove that; the SQL stores'
+//	                                                  kill loops, store/internal/killtest, do)
 //	retry policy, breaker, bounds, dead letters     choosing the policy, the bounds and the retention;
 //	  kept with their reason and last outcome         operating the dead letters (replay, discard)
 //	the fencing check at the storage boundary       a store clock all workers' leases are judged by
