@@ -12,6 +12,9 @@ import (
 func TestScenariosHoldInvariants(t *testing.T) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
+			if sc.Seeds > 0 && testing.Short() {
+				t.Skip("-short: a long scenario runs in the plain test")
+			}
 			t.Parallel()
 			for seed := uint64(1); seed <= uint64(sc.SeedCount()); seed++ {
 				r, fails, err := sc.Run(seed, sim.Options{})

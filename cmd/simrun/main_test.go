@@ -22,6 +22,9 @@ import (
 // build: everything but the planted-bug section, which only a plant build
 // can produce (sweep_plant_test.go checks the whole file).
 func TestResultsWithoutCatchMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: regenerating RESULTS.md runs every scenario's standard seeds; the plain test does")
+	}
 	got, err := resultsText(func() (string, error) { return "", nil })
 	if err != nil {
 		t.Fatal(err)
