@@ -1,0 +1,322 @@
+// Tests that courier keeps its promises when its process is killed: the
+// courier side (Service, SQLite file, HTTP channel) runs in a child
+// process, this test binary re-executed, that publishes and delivers and
+// is killed with SIGKILL at seeded random moments, at least 20 times, and
+// restarted on the same file; the receiver (the kit, deduplicating in
+// memory) lives on in the parent, behind the fault-injecting proxy. After
+// a last run that drains: every event the child was acknowledged is in
+// the file and delivered, every event in the file was applied exactly
+// once, and each stream was applied in sequence order.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store/sqlitestore"
+	"github.com/courierlab/courier/worker"
+)
+
+// The child's environment: which run it is, its file, where to send, and
+// whether it only drains.
+const (
+	childEnv = "COURIER_E2E_CHILD"
+	dbEnv    = "COURIER_E2E_DB"
+	urlEnv   = "COURIER_E2E_URL"
+	drainEnv = "COURIER_E2E_DRAIN"
+)
+
+const (
+	killStreams  = 4
+	childEvents  = 16 // published by each killed child, then it only delivers
+	childLeaseTT = 400 * time.Millisecond
+)
+
+var kills = 22
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	os.Exit(m.Run())
+}
+
+func say(format string, args ...any) { fmt.Printf("E2E "+format+" .\n", args...) }
+
+// childMain is the courier side: it runs a Service on the file and
+// publishes childEvents events (printing "ack ID SEQ" once Publish
+// returned nil, "offer ID" before), then delivers until killed, or, when
+// draining, until SIGTERM.
+func childMain() int {
+	run, err := strconv.Atoi(os.Getenv(childEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child: bad %s: %v\n", childEnv, err)
+		return 3
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	st, err := sqlitestore.Open(ctx, os.Getenv(dbEnv), sqlitestore.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child: open: %v\n", err)
+		return 3
+	}
+	defer st.Close()
+	ch, err := newChannel(os.Getenv(urlEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child: channel: %v\n", err)
+		return 3
+	}
+	pol := policy()
+	svc, err := courier.New(courier.Config{
+		Worker: worker.Config{
+			Owner: fmt.Sprintf("child-%d", run), Store: st, MaxStreams: killStreams,
+			LeaseTTL: childLeaseTT, Poll: 20 * time.Millisecond,
+			Policy: func(string) (machine.Config, error) { return pol, nil },
+		},
+		Channel:         ch,
+		ShutdownTimeout: time.Second,
+		Logger:          slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child: %v\n", err)
+		return 3
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	say("ready")
+	if os.Getenv(drainEnv) == "" {
+		rnd := rand.New(rand.NewPCG(uint64(run), 5))
+		for i := range childEvents {
+			stream := fmt.Sprintf("k%d", rnd.IntN(killStreams))
+			id := fmt.Sprintf("r%d-e%d", run, i)
+			say("offer %s", id)
+			rc, err := svc.Publish(ctx, stream, id, fmt.Appendf(nil, `{"run":%d,"i":%d}`, run, i))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "child: publish %s: %v\n", id, err)
+				return 3
+			}
+			say("ack %s %d", id, rc.Seq)
+			time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond)
+		}
+	}
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "child: Run: %v\n", err)
+		return 3
+	}
+	return 0
+}
+
+// child is one run of the courier side, seen from the parent.
+type child struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	ready chan struct{}
+	done  chan struct{}
+}
+
+func startChild(t *testing.T, run int, env []string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), env...), fmt.Sprintf("%s=%d", childEnv, run))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		once := sync.OnceFunc(func() { close(c.ready) })
+		defer once()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			// Only whole lines count: a line cut by the kill has no " ." end.
+			line, ok := strings.CutSuffix(sc.Text(), " .")
+			if !ok || !strings.HasPrefix(line, "E2E ") {
+				continue
+			}
+			c.mu.Lock()
+			c.lines = append(c.lines, strings.TrimPrefix(line, "E2E "))
+			c.mu.Unlock()
+			once()
+		}
+	}()
+	select {
+	case <-c.ready:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("child %d never got ready", run)
+	}
+	return c
+}
+
+// end stops the child with sig and returns what it printed.
+func (c *child) end(t *testing.T, sig syscall.Signal) []string {
+	t.Helper()
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+	<-c.done
+	err := c.cmd.Wait()
+	if sig == syscall.SIGTERM && err != nil {
+		t.Errorf("the draining child did not shut down cleanly: %v", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lines
+}
+
+func TestKillLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill loop: skipped with -short")
+	}
+	seed := *e2eSeed
+	defer func() {
+		if t.Failed() {
+			t.Logf("seed %d: replay the kill moments with go test ./e2e -run TestKillLoop -e2e.seed=%d -v", seed, seed)
+		}
+	}()
+	began := time.Now()
+	rec := newRecorder()
+	recv := newReceiver(t, rec)
+	px, err := newProxy(recv.URL, seed, faultPlan{
+		burst: 0.02, burstLen: 4, tooMany: 0.02, drop: 0.05, slow: 0.02,
+		slowFor: attemptTimeout + 100*time.Millisecond, end: began.Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	db := filepath.Join(t.TempDir(), "courier.db")
+	env := []string{dbEnv + "=" + db, urlEnv + "=" + px.URL()}
+
+	rnd := rand.New(rand.NewPCG(seed, 3))
+	acked := map[string]uint64{} // ID -> Seq the child was told
+	offered := map[string]bool{}
+	learn := func(lines []string) {
+		for _, l := range lines {
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 3 && f[0] == "ack":
+				seq, err := strconv.ParseUint(f[2], 10, 64)
+				if err != nil {
+					t.Fatalf("bad line %q", l)
+				}
+				acked[f[1]] = seq
+			case len(f) == 2 && f[0] == "offer":
+				offered[f[1]] = true
+			}
+		}
+	}
+	for run := 1; run <= kills; run++ {
+		c := startChild(t, run, env)
+		time.Sleep(50*time.Millisecond + time.Duration(rnd.Int64N(int64(600*time.Millisecond))))
+		learn(c.end(t, syscall.SIGKILL))
+	}
+	// The last run drains: it publishes nothing and delivers until every
+	// event in the file has settled.
+	st, err := sqlitestore.Open(t.Context(), db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := startChild(t, kills+1, append(env, drainEnv+"=1"))
+	deadline := time.Now().Add(20 * time.Second)
+	for !settledAll(t, st, offered) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.end(t, syscall.SIGTERM)
+	counts := px.Close()
+
+	judgeKillLoop(t, st, acked, offered, rec)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	t.Logf("seed %d: %d SIGKILLs + 1 draining run in %v: %d events offered, %d acknowledged, %d applied, %d duplicates absorbed by the receiver, %d fenced; proxy: %+v",
+		seed, kills, time.Since(began).Round(time.Millisecond), len(offered), len(acked), len(rec.applied), rec.dups, rec.fenced, counts)
+}
+
+// settledAll reports whether every offered event that reached the file is
+// delivered or dead.
+func settledAll(t *testing.T, st *sqlitestore.Store, offered map[string]bool) bool {
+	for id := range offered {
+		r, err := st.Get(t.Context(), id)
+		if err == nil && !r.State.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeKillLoop asserts the guarantees directly. invariants.Check needs
+// every persist, send and reply in the order they happened; a child killed
+// between a durable write and the line reporting it would leave a log
+// that misses a write, so the kill loop judges what the parent knows for
+// sure: the child's acknowledgements, the receiver's applications and the
+// file's final content.
+func judgeKillLoop(t *testing.T, st *sqlitestore.Store, acked map[string]uint64, offered map[string]bool, rec *recorder) {
+	t.Helper()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	bySeq := map[string]map[uint64]string{} // stream -> seq -> ID in the file
+	inFile := map[string]bool{}
+	for id := range offered {
+		r, err := st.Get(t.Context(), id)
+		if err != nil {
+			if seq, ok := acked[id]; ok {
+				t.Errorf("lost: %s was acknowledged (seq %d) and is not in the file: %v", id, seq, err)
+			}
+			continue // offered, killed before it was stored
+		}
+		inFile[id] = true
+		if seq, ok := acked[id]; ok && r.Seq != seq {
+			t.Errorf("%s was acknowledged with seq %d; the file holds seq %d", id, seq, r.Seq)
+		}
+		if r.State != machine.Delivered {
+			t.Errorf("%s is %s (%s, %d attempts) after the drain; want delivered", id, r.State, r.Reason, r.Attempts)
+		}
+		if bySeq[r.Stream] == nil {
+			bySeq[r.Stream] = map[uint64]string{}
+		}
+		bySeq[r.Stream][r.Seq] = id
+		if n := rec.applied[id]; n != 1 {
+			t.Errorf("%s (stream %s seq %d) was applied %d times; want once", id, r.Stream, r.Seq, n)
+		}
+	}
+	for id, n := range rec.applied {
+		if !inFile[id] {
+			t.Errorf("%s was applied %d times and is not in the file", id, n)
+		}
+	}
+	for stream, seqs := range rec.seqs {
+		for i, seq := range seqs {
+			if i > 0 && seq <= seqs[i-1] {
+				t.Errorf("stream %s: seq %d applied after seq %d", stream, seq, seqs[i-1])
+			}
+		}
+		if len(seqs) != len(bySeq[stream]) {
+			t.Errorf("stream %s: %d applied, the file holds %d", stream, len(seqs), len(bySeq[stream]))
+		}
+	}
+	if len(acked) < kills*childEvents/4 {
+		t.Errorf("only %d events acknowledged over %d runs: the children hardly published", len(acked), kills)
+	}
+}
