@@ -35,7 +35,7 @@ var e2eSeed = flag.Uint64("e2e.seed", 1, "seed of the fault schedule of TestEndT
 
 const (
 	secret         = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	attemptTimeout = 250 * time.Millisecond
+	attemptTimeout = slowdown * 250 * time.Millisecond
 )
 
 // loopback is the explicit SSRF exception: the receiver is on loopback.
@@ -121,7 +121,7 @@ func TestEndToEnd(t *testing.T) {
 	began := time.Now()
 	rec := newRecorder()
 	recv := newReceiver(t, rec)
-	faultSpan := 4 * time.Second
+	faultSpan := slowdown * 4 * time.Second
 	px, err := newProxy(recv.URL, seed, faultsFrom(seed, began, faultSpan))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	ids := publishAll(ctx, t, svc, seed, streams, events)
-	settleBy := time.Now().Add(20 * time.Second)
+	settleBy := time.Now().Add(slowdown * 20 * time.Second)
 	final := func(stream string) []machine.Record { return finalRecords(ctx, t, sq, ids[stream]) }
 	for s := range ids {
 		for !allDelivered(final(s)) && time.Now().Before(settleBy) {
