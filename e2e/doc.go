@@ -14,8 +14,11 @@
 // TestKillLoop runs the courier side in a child process (this test
 // binary, re-executed) and kills it with SIGKILL at seeded random moments,
 // restarting it on the same SQLite file, while the receiver lives on in
-// the parent; after a last run that drains, nothing acknowledged is lost,
-// nothing is applied twice and every stream was applied in order.
+// the parent. Each child prints its log entries (only after the call each
+// records returned); after each kill the parent reads back from the file
+// any durable write whose line the kill cut off. After a last run that
+// drains, invariants.Check judges the merged log, and nothing acknowledged
+// is lost, nothing is applied twice and every stream was applied in order.
 //
 // The package has no code of its own: everything here is a test.
 package e2e

@@ -27,8 +27,11 @@ type recorder struct {
 	// order.
 	applied map[string]int
 	seqs    map[string][]uint64
-	dups    int // deliveries the kit answered as duplicates
-	fenced  int // deliveries the kit refused as superseded (409)
+	// sink, if set, takes every entry instead of the log (a child process
+	// prints them for its parent), called under mu.
+	sink   func(stream string, e invariants.Entry)
+	dups   int // deliveries the kit answered as duplicates
+	fenced int // deliveries the kit refused as superseded (409)
 }
 
 type entry struct {
@@ -44,6 +47,10 @@ func newRecorder() *recorder {
 func (r *recorder) addLocked(stream string, e invariants.Entry) {
 	if e.At.IsZero() {
 		e.At = time.Now()
+	}
+	if r.sink != nil {
+		r.sink(stream, e)
+		return
 	}
 	r.entries = append(r.entries, entry{stream, e})
 }
