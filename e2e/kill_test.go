@@ -267,7 +267,7 @@ func TestKillLoop(t *testing.T) {
 	// The last run drains: it publishes nothing and delivers until every
 	// event in the file has settled.
 	c := startChild(t, kills+1, append(env, drainEnv+"=1"))
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(slowdown * 20 * time.Second)
 	for !settledAll(t, st, offered) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -4,7 +4,7 @@
 // nothing by itself.
 package e2e
 
-// slowdown stretches attempt timeouts and the fault schedule: under -race
+// slowdown stretches attempt timeouts, the fault schedule and deadlines: under -race
 // the pure-Go SQLite runs several times slower, and a schedule sized for a
 // normal build would end before the first deliveries.
-const slowdown = 4
+const slowdown = 8

@@ -20,6 +20,11 @@ import (
 )
 
 type recorder struct {
+	// enq is held across an Enqueue and its entries, and taken by the
+	// worker's observer, so that no worker entry about an event can come
+	// before the entries of its acceptance. Nothing else is held across a
+	// store call: the receiver never waits for the sender's store.
+	enq     sync.Mutex
 	mu      sync.Mutex
 	entries []entry
 	// What the application behind the receiver kit did: how many times
@@ -69,6 +74,8 @@ func (r *recorder) add(stream string, e invariants.Entry) {
 // Persisted is reported by the worker once Save returned nil: durable.
 func (r *recorder) observer(owner string) worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
+		r.enq.Lock()
+		defer r.enq.Unlock()
 		at := ev.At
 		switch ev.Kind {
 		case worker.Persisted:
@@ -194,20 +201,24 @@ func (r *recorder) runs(base invariants.Run, final func(stream string) []machine
 }
 
 // recStore is a store.Store (the real SQLite file) whose acknowledged
-// enqueues, leases and refused writes are recorded, each under the
-// recorder's lock held across the call.
+// enqueues, leases and refused writes are recorded. The lease calls and
+// Save are made by the worker's loop, which records its own entries on the
+// same goroutine after they return, so recording after the call keeps the
+// order; an Enqueue holds recorder.enq (see there).
 type recStore struct {
 	store.Store
 	rec *recorder
 }
 
 func (s *recStore) Enqueue(ctx context.Context, stream, id string, payload []byte) (store.Record, bool, error) {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
+	s.rec.enq.Lock()
+	defer s.rec.enq.Unlock()
 	r, created, err := s.Store.Enqueue(ctx, stream, id, payload)
 	if err != nil {
 		return r, created, err
 	}
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
 	if created {
 		s.rec.addLocked(stream, invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r.Machine()})
 	}
@@ -218,9 +229,9 @@ func (s *recStore) Enqueue(ctx context.Context, stream, id string, payload []byt
 }
 
 func (s *recStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
+	ls, err := s.Store.ClaimDue(ctx, owner, ttl, max)
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	ls, err := s.Store.ClaimDue(ctx, owner, ttl, max)
 	for _, l := range ls {
 		s.rec.addLocked(l.Stream, invariants.Entry{Kind: invariants.LeaseGranted, Worker: owner, Token: l.Token, Until: l.Expires})
 	}
@@ -228,9 +239,9 @@ func (s *recStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration
 }
 
 func (s *recStore) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (store.Lease, error) {
+	l, err := s.Store.Acquire(ctx, stream, owner, ttl)
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	l, err := s.Store.Acquire(ctx, stream, owner, ttl)
 	if err == nil {
 		s.rec.addLocked(stream, invariants.Entry{Kind: invariants.LeaseGranted, Worker: owner, Token: l.Token, Until: l.Expires})
 	}
@@ -238,9 +249,9 @@ func (s *recStore) Acquire(ctx context.Context, stream, owner string, ttl time.D
 }
 
 func (s *recStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	nl, err := s.Store.Renew(ctx, l, ttl)
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	nl, err := s.Store.Renew(ctx, l, ttl)
 	if err == nil {
 		s.rec.addLocked(l.Stream, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: l.Owner, Token: nl.Token, Until: nl.Expires})
 	}
@@ -248,11 +259,9 @@ func (s *recStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) 
 }
 
 func (s *recStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
 	err := s.Store.Save(ctx, l, ups)
 	if errors.Is(err, store.ErrInvalidWrite) {
-		s.rec.addLocked(l.Stream, invariants.Entry{Kind: invariants.WriteRejected, Worker: l.Owner, Token: l.Token, Detail: err.Error()})
+		s.rec.add(l.Stream, invariants.Entry{Kind: invariants.WriteRejected, Worker: l.Owner, Token: l.Token, Detail: err.Error()})
 	}
 	return err // the worker reports what it persisted (recorder.observer)
 }
