@@ -197,6 +197,14 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
+// ready is always ready to receive from: the loop's wake-up when timed
+// work is due now.
+var ready = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
 // loop is the goroutine that owns the worker: every store call, every
 // machine step and every reply goes through it.
 type loop struct {
@@ -215,17 +223,24 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 		if draining && l.inFlight == 0 {
 			return
 		}
+		// Timed work that is due is one ready case among the others, not
+		// done ahead of them: when it is due again by the time each
+		// Advance ends (a store slower than the poll), replies would
+		// otherwise wait unread until their attempts time out, answered,
+		// and a shutdown would never be seen.
 		now := time.Now()
 		next := l.s.w.Next()
-		if !next.IsZero() && !next.After(now) {
-			l.advance(now)
-			continue
+		due := !next.IsZero() && !next.After(now)
+		wake := timer.C
+		if due {
+			wake = ready
+		} else {
+			wait := time.Hour
+			if !next.IsZero() {
+				wait = next.Sub(now)
+			}
+			timer.Reset(wait)
 		}
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = next.Sub(now)
-		}
-		timer.Reset(wait)
 		select {
 		case <-stop:
 			return
@@ -239,7 +254,10 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 				delete(l.s.notify, stream)
 			}
 			l.s.mu.Unlock()
-		case <-timer.C:
+		case <-wake:
+			if due {
+				l.advance(now)
+			}
 		}
 	}
 }
