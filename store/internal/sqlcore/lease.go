@@ -13,13 +13,31 @@ func (c *Core) ensureStream(ctx context.Context, tx Tx, stream string) error {
 	return tx.Exec(ctx, `INSERT INTO streams (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, stream)
 }
 
+// lockOrCreateStream locks stream's row, creating it first if it has
+// none: the common case, an existing stream, costs one statement.
+func (c *Core) lockOrCreateStream(ctx context.Context, tx Tx, stream string) error {
+	if _, _, ok, err := c.lockStream(ctx, tx, stream); ok || err != nil {
+		return err
+	}
+	if err := c.ensureStream(ctx, tx, stream); err != nil {
+		return err
+	}
+	_, _, _, err := c.lockStream(ctx, tx, stream)
+	return err
+}
+
 // lockStream reads stream's row and, where the dialect locks, holds it
 // until commit. ok is false if the stream has no row.
 func (c *Core) lockStream(ctx context.Context, tx Tx, stream string) (h store.Held, lastSeq uint64, ok bool, err error) {
+	return c.readStream(ctx, tx, stream, c.d.Lock)
+}
+
+// readStream reads stream's row, with lock appended to the query.
+func (c *Core) readStream(ctx context.Context, tx Tx, stream, lock string) (h store.Held, lastSeq uint64, ok bool, err error) {
 	var token, expires, seq int64
 	var released bool
 	err = tx.QueryRow(ctx, `SELECT last_seq, lease_owner, lease_token, lease_expires, lease_released
-		FROM streams WHERE name = $1`+c.d.Lock, stream).Scan(&seq, &h.Owner, &token, &expires, &released)
+		FROM streams WHERE name = $1`+lock, stream).Scan(&seq, &h.Owner, &token, &expires, &released)
 	if c.d.NoRows(err) {
 		return store.Held{}, 0, false, nil
 	}
@@ -122,7 +140,7 @@ func (c *Core) Acquire(ctx context.Context, stream, owner string, ttl time.Durat
 	}
 	var l store.Lease
 	err := c.write(ctx, "acquire", func(tx Tx, now int64) error {
-		if err := c.ensureStream(ctx, tx, stream); err != nil {
+		if err := c.lockOrCreateStream(ctx, tx, stream); err != nil {
 			return err
 		}
 		h, _, _, err := c.lockStream(ctx, tx, stream)

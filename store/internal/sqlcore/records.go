@@ -86,21 +86,20 @@ func (c *Core) Enqueue(ctx context.Context, stream, id string, payload []byte) (
 	var rec store.Record
 	var created bool
 	err := c.write(ctx, "enqueue", func(tx Tx, now int64) error {
-		if err := c.ensureStream(ctx, tx, stream); err != nil {
+		if err := c.lockOrCreateStream(ctx, tx, stream); err != nil {
 			return err
 		}
-		if _, _, _, err := c.lockStream(ctx, tx, stream); err != nil {
-			return err
-		}
-		r, ok, err := c.load(ctx, tx, id, false)
+		var owner string
+		err := tx.QueryRow(ctx, `SELECT stream FROM events WHERE id = $1`, id).Scan(&owner)
 		switch {
-		case err != nil:
+		case err == nil && owner != stream:
+			return fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, stream, owner)
+		case err == nil:
+			rec, _, err = c.load(ctx, tx, id, false)
+			created = false
 			return err
-		case ok && r.Stream != stream:
-			return fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, stream, r.Stream)
-		case ok:
-			rec, created = r, false
-			return nil
+		case !c.d.NoRows(err):
+			return err
 		}
 		var seq int64
 		if err := tx.QueryRow(ctx, `UPDATE streams SET last_seq = last_seq + 1 WHERE name = $1 RETURNING last_seq`, stream).Scan(&seq); err != nil {
@@ -138,7 +137,7 @@ func (c *Core) Pending(ctx context.Context, l store.Lease, after uint64, limit i
 	var out []machine.Record
 	err := c.read(ctx, "pending", func(tx Tx, now int64) error {
 		out = out[:0]
-		h, _, _, err := c.lockStream(ctx, tx, l.Stream)
+		h, _, _, err := c.readStream(ctx, tx, l.Stream, "")
 		if err != nil {
 			return err
 		}

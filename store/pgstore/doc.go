@@ -1,0 +1,51 @@
+// Package pgstore is the store.Store for many workers on many hosts: one
+// PostgreSQL schema, shared through a pgx connection pool
+// (github.com/jackc/pgx/v5). It passes storetest under -race.
+//
+// # Using it
+//
+//	s, err := pgstore.Open(ctx, "postgres://courier@db/courier", pgstore.Options{Schema: "courier"})
+//	defer s.Close()
+//
+// # Leases and fencing in SQL
+//
+// Every call is one transaction. It reads the database's clock first
+// (clock_timestamp(), in microseconds) and judges everything by that one
+// instant: the worker's clock never enters. Every write then locks the
+// stream's row (SELECT ... FOR UPDATE) and decides with it in hand, so
+// two calls on one stream are ordered by that lock:
+//
+//   - tokens come from a sequence, drawn after the stream's row is locked,
+//     so on one stream each grant's token is above every earlier one's;
+//     and a grant that starts after another returned draws a larger one;
+//   - ClaimDue picks free streams with due work with FOR UPDATE SKIP
+//     LOCKED, so concurrent claimers split the streams instead of queueing
+//     or double-granting (a row another claimer holds is skipped, and one
+//     it has just granted is re-checked after the lock and found leased);
+//   - Save locks the stream, checks the lease's token, owner and expiry
+//     against that row, locks and checks each record, and writes, all in
+//     one transaction: either the lease was valid and every update is in,
+//     or nothing is.
+//
+// A failed statement rolls the transaction back and is reported as
+// store.ErrUnavailable; serialization failures, deadlocks and
+// unique-key races are retried a few times first. A commit whose reply
+// never came (the connection broke, the context ended) is reported as
+// store.ErrUnknown; a commit the server refused is ErrUnavailable.
+//
+// # Schemas and migrations
+//
+// The store lives in one schema (Options.Schema), created if missing and
+// migrated by the embedded migrations (migrations/NNNN_*.sql) under an
+// advisory lock, so that many hosts starting at once migrate it once. The
+// version is kept in the schema's courier_schema table. A schema holding
+// tables but no courier_schema is not courier's and is refused untouched;
+// a version newer than this binary knows is refused by name.
+//
+// # Tests
+//
+// The tests need a server: set COURIER_TEST_POSTGRES to a connection
+// string (postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
+// without it they skip, saying so. Each test gets its own schema and
+// drops it.
+package pgstore

@@ -1,0 +1,165 @@
+// This file proves that pgstore passes the storetest conformance suite
+// on the real PostgreSQL (one schema per check), that production judges
+// leases by the database's clock, and that opening refuses a schema that
+// is not courier's or is newer.
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/storetest"
+)
+
+// EnvVar names the server the tests run against.
+const EnvVar = "COURIER_TEST_POSTGRES"
+
+// server returns the connection string, or skips t with one line naming
+// the variable.
+func server(t testing.TB) string {
+	t.Helper()
+	conn := os.Getenv(EnvVar)
+	if conn == "" {
+		t.Skipf("pgstore: %s is not set; set it to run the PostgreSQL tests (e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", EnvVar, EnvVar)
+	}
+	return conn
+}
+
+// freshSchema names a schema no other test uses and drops it when t ends.
+func freshSchema(t testing.TB, conn string) string {
+	t.Helper()
+	schema := fmt.Sprintf("courier_test_%d_%08x", os.Getpid(), rand.Uint32())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, conn)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+func open(t testing.TB, now func() time.Time) *Store {
+	t.Helper()
+	conn := server(t)
+	s, err := Open(context.Background(), conn, Options{Schema: freshSchema(t, conn), Now: now, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	server(t)
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store { return open(t, now) })
+}
+
+// TestDatabaseClockDecides: with no Options.Now, a lease expires at the
+// database's now plus its ttl, whatever the host's clock says.
+func TestDatabaseClockDecides(t *testing.T) {
+	s := open(t, nil)
+	ctx := t.Context()
+	dbNow := func() time.Time {
+		var us int64
+		if err := s.pool.QueryRow(ctx, dialect.Now).Scan(&us); err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMicro(us)
+	}
+	const ttl = time.Hour
+	before := dbNow()
+	l, err := s.Acquire(ctx, "s", "w", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := dbNow()
+	if l.Expires.Before(before.Add(ttl)) || l.Expires.After(after.Add(ttl)) {
+		t.Errorf("lease expires %v, want between %v and %v (the database's now + ttl)", l.Expires, before.Add(ttl), after.Add(ttl))
+	}
+}
+
+// TestRefusesForeignSchema: a schema holding another application's
+// tables is refused and left as it was; a newer courier schema is
+// refused by version.
+func TestRefusesForeignSchema(t *testing.T) {
+	conn := server(t)
+	ctx := t.Context()
+	schema := freshSchema(t, conn)
+	c, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema+"; CREATE TABLE "+schema+".notes (body text); INSERT INTO "+schema+".notes VALUES ('keep me')"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, conn, Options{Schema: schema})
+	if err == nil || !strings.Contains(err.Error(), "not a courier schema") {
+		t.Errorf("Open of a foreign schema = %v, want 'not a courier schema'", err)
+	}
+	var tables int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", schema).Scan(&tables); err != nil || tables != 1 {
+		t.Errorf("the foreign schema holds %d tables after the refused Open (%v), want its 1", tables, err)
+	}
+
+	newer := freshSchema(t, conn)
+	s, err := Open(ctx, conn, Options{Schema: newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := c.Exec(ctx, "UPDATE "+newer+".courier_schema SET version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, conn, Options{Schema: newer})
+	if err == nil || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open of a version 99 schema = %v, want an error naming version 99 as newer", err)
+	}
+}
+
+// TestMigratesOlderSchema: a schema at version 1 with a record opens at
+// the latest version with the record intact.
+func TestMigratesOlderSchema(t *testing.T) {
+	s := open(t, nil)
+	ctx := t.Context()
+	if _, _, err := s.Enqueue(ctx, "s", "e1", []byte("p")); err != nil {
+		t.Fatal(err)
+	}
+	// Undo version 2 by hand, as a binary of version 1 would have left it.
+	if _, err := s.pool.Exec(ctx, "DROP INDEX deliveries_due; DROP INDEX deliveries_settled; UPDATE courier_schema SET version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, s.pool, s.schema, len(migrations())); err != nil {
+		t.Fatal(err)
+	}
+	var version int
+	if err := s.pool.QueryRow(ctx, "SELECT version FROM courier_schema").Scan(&version); err != nil || version != len(migrations()) {
+		t.Errorf("version after migrating = %d (%v), want %d", version, err, len(migrations()))
+	}
+	if r, err := s.Get(ctx, "e1"); err != nil || string(r.Payload) != "p" {
+		t.Errorf("e1 after migrating = %+v, %v", r, err)
+	}
+}
+
+// TestMain says once, up front, when the tests will skip and why.
+func TestMain(m *testing.M) {
+	if os.Getenv(EnvVar) == "" {
+		fmt.Printf("pgstore: %s is not set: skipping the PostgreSQL tests (set it, e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)\n", EnvVar, EnvVar)
+	}
+	os.Exit(m.Run())
+}

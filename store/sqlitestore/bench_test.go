@@ -1,0 +1,22 @@
+package sqlitestore
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/storetest"
+)
+
+// BenchmarkStore measures enqueues and full delivery cycles per second on
+// a real file with 1, 4 and 16 streams (see storetest.Bench).
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store {
+		s, err := Open(b.Context(), filepath.Join(b.TempDir(), "courier.db"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}
