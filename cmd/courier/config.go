@@ -40,6 +40,8 @@ type Config struct {
 	// set, is used instead.
 	Database string `toml:"database"`
 	Postgres string `toml:"postgres"`
+	// PostgresSchema is the schema the store lives in; default "courier".
+	PostgresSchema string `toml:"postgres_schema"`
 	// APITokens are the bearer tokens the API accepts (several during a
 	// rotation). COURIER_API_TOKENS (comma-separated) adds to them.
 	APITokens []string `toml:"api_tokens"`
@@ -125,6 +127,9 @@ func (c *Config) check() error {
 	}
 	if c.Database == "" {
 		c.Database = "courier.db"
+	}
+	if c.PostgresSchema == "" {
+		c.PostgresSchema = "courier"
 	}
 	if c.ShutdownTimeout.Duration == 0 {
 		c.ShutdownTimeout.Duration = 30 * time.Second

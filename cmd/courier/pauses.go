@@ -22,28 +22,31 @@ import (
 // paused stream still works: events wait, durably, for the resume.
 type pauses struct {
 	db      *sql.DB
-	dollars bool // placeholders are $1 (PostgreSQL), not ? (SQLite)
+	dollars bool   // placeholders are $1 (PostgreSQL), not ? (SQLite)
+	table   string // courier_paused_streams, prefixed with the store's schema on PostgreSQL
 }
 
-const pauseSchema = `CREATE TABLE IF NOT EXISTS courier_paused (
+const pauseSchema = `CREATE TABLE IF NOT EXISTS courier_paused_streams (
 	stream    TEXT PRIMARY KEY,
 	paused_by TEXT NOT NULL,
 	paused_at TEXT NOT NULL
 )`
 
-func openPauses(ctx context.Context, driver, dsn string) (*pauses, error) {
+func openPauses(ctx context.Context, driver, dsn, schema string) (*pauses, error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pauses: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, pauseSchema); err != nil {
+	p := &pauses{db: db, dollars: driver == "pgx", table: schema + "courier_paused_streams"}
+	if _, err := db.ExecContext(ctx, strings.Replace(pauseSchema, "courier_paused_streams", p.table, 1)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("pauses: creating the table: %w", err)
 	}
-	return &pauses{db: db, dollars: driver == "pgx"}, nil
+	return p, nil
 }
 
 func (p *pauses) q(s string) string {
+	s = strings.ReplaceAll(s, "courier_paused", p.table)
 	if p.dollars {
 		return s
 	}

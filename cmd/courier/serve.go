@@ -137,13 +137,13 @@ type backend struct {
 
 func openBackend(ctx context.Context, c *Config) (*backend, error) {
 	if c.Postgres != "" {
-		return openPostgres(ctx, c.Postgres)
+		return openPostgres(ctx, c.Postgres, c.PostgresSchema)
 	}
 	st, err := sqlitestore.Open(ctx, c.Database, sqlitestore.Options{})
 	if err != nil {
 		return nil, err
 	}
-	p, err := openPauses(ctx, "sqlite", "file:"+c.Database+"?_pragma=busy_timeout(10000)")
+	p, err := openPauses(ctx, "sqlite", "file:"+c.Database+"?_pragma=busy_timeout(10000)", "")
 	if err != nil {
 		st.Close()
 		return nil, err
