@@ -35,7 +35,10 @@ type sink struct {
 	status  int // what the app answers; 0 means 204
 }
 
-func newSink(t *testing.T) *sink {
+func newSink(t *testing.T) *sink { return newSinkWrapped(t, nil) }
+
+// newSinkWrapped is newSink with wrap (if not nil) around the kit.
+func newSinkWrapped(t *testing.T, wrap func(http.Handler) http.Handler) *sink {
 	s := &sink{applied: map[string]int{}}
 	h, err := receiver.New(receiver.Config{Secrets: []string{secret}, Window: time.Hour, Store: receiver.NewMemory(),
 		Logger: slog.New(slog.DiscardHandler)},
@@ -52,6 +55,9 @@ func newSink(t *testing.T) *sink {
 		}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		h = wrap(h)
 	}
 	s.srv = httptest.NewServer(h)
 	t.Cleanup(s.srv.Close)
