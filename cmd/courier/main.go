@@ -13,7 +13,8 @@ const usage = `courier delivers events to webhooks, once, whatever fails.
 
 Usage:
   courier serve [-config FILE] [-listen ADDR] [-db FILE] [-postgres DSN]
-  courier demo
+  courier demo [-events N] [-seed S]
+  courier receive [-listen ADDR] -secret whsec_... [-refuse TEXT]
 
 Run "courier serve -h" for the flags.
 `
@@ -34,6 +35,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serve(ctx, args[1:], stderr)
 	case "demo":
 		err = demo(ctx, args[1:], stdout, stderr)
+	case "receive":
+		err = receive(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
