@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -314,4 +315,59 @@ postgres_schema = "`+schema+`"`)
 	prod.setBases(b.base)
 	<-done
 	checkOnce(t, s, prod.acked, requests)
+}
+
+// A SIGTERM waits for the attempts in flight (up to shutdown_timeout); a
+// second signal exits at once, with code 130.
+func TestProcessSecondSignalExitsAtOnce(t *testing.T) {
+	bin := buildBinary(t)
+	hang := make(chan struct{})
+	var once sync.Once
+	stuck := make(chan struct{})
+	s := newSinkWrapped(t, func(inner http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				once.Do(func() { close(stuck) })
+				<-hang // the attempt stays in flight
+			}
+			inner.ServeHTTP(w, r)
+		})
+	})
+	defer close(hang)
+	cfg := writeConfig(t, s.srv.URL, `database = "`+filepath.Join(t.TempDir(), "courier.db")+`"`)
+	cfg2 := strings.Replace(mustRead(t, cfg), `shutdown_timeout = "2s"`, `shutdown_timeout = "1m"`, 1)
+	if err := os.WriteFile(cfg, []byte(cfg2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, bin, cfg)
+	if ok, err := publish(p.base, "held"); !ok || err != nil {
+		t.Fatalf("publish: %v %v", ok, err)
+	}
+	<-stuck
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		t.Fatalf("exited on the first SIGTERM with an attempt in flight (%v); want it to wait", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("after the second SIGTERM: %v; want exit code 130", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running 5s after the second SIGTERM")
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
