@@ -102,7 +102,7 @@ max_payload_bytes = 1024
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serveConfig(ctx, c, slog.New(slog.DiscardHandler), ready) }()
+	go func() { done <- serveConfig(ctx, c, slog.New(slog.DiscardHandler), ready, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -20,7 +20,7 @@ func TestDemoEndsWithAPassingVerdict(t *testing.T) {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
 	}
 	text := out.String()
-	for _, want := range []string{"receiver down", "receiver up", "accepted             100", "dead letters         4", "verdict: PASS"} {
+	for _, want := range []string{"receiver down", "receiver up", "accepted             100", "dead letters         4", "0 lost, 0 applied twice", "verdict: PASS — invariants.Check judged"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}

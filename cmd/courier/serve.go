@@ -103,7 +103,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext(ctx, log)
 	defer stop()
-	return serveConfig(ctx, c, log, nil)
+	return serveConfig(ctx, c, log, nil, nil)
 }
 
 // signalContext ends at the first SIGINT or SIGTERM; a second one exits
@@ -153,7 +153,7 @@ func openBackend(ctx context.Context, c *Config) (*backend, error) {
 
 // serveConfig runs courier until ctx ends. ready, if not nil, receives
 // the address the API listens on once it does (tests use port 0).
-func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- string) error {
+func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- string, h *hooks) error {
 	if len(c.APITokens) == 0 {
 		log.Warn("no API token configured (api_tokens or COURIER_API_TOKENS): every API call will be refused")
 	}
@@ -184,10 +184,18 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 
 	host, _ := os.Hostname()
 	owner := host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st := be.st
+	var obs worker.Observer
+	if h != nil {
+		h.store = st
+		st = recordingStore{Store: st, rec: h.rec}
+		obs = h.rec.observer(owner)
+	}
 	svc, err := courier.New(courier.Config{
 		Worker: worker.Config{
 			Owner:      owner,
-			Store:      be.st,
+			Store:      st,
+			Observer:   obs,
 			Policy:     policy(c, be.pauses),
 			MaxStreams: 256,
 			LeaseTTL:   c.LeaseTTL.Duration,
@@ -207,7 +215,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		return fmt.Errorf("listen: %w", err)
 	}
 	var stopping atomic.Bool
-	a := &api{cfg: c, svc: svc, check: rt, st: be.st, pauses: be.pauses, log: log,
+	a := &api{cfg: c, svc: svc, check: rt, st: st, pauses: be.pauses, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
