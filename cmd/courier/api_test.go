@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/webhook/receiver"
 )
 
@@ -32,7 +33,8 @@ type sink struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	applied map[string]int
-	status  int // what the app answers; 0 means 204
+	status  int       // what the app answers; 0 means 204
+	rec     *recorder // if set, logs each apply for invariants.Check
 }
 
 func newSink(t *testing.T) *sink { return newSinkWrapped(t, nil) }
@@ -51,6 +53,9 @@ func newSinkWrapped(t *testing.T, wrap func(http.Handler) http.Handler) *sink {
 				return
 			}
 			s.applied[ev.ID]++
+			if s.rec != nil {
+				s.rec.add(invariants.Entry{Kind: invariants.Applied, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt})
+			}
 			w.WriteHeader(http.StatusNoContent)
 		}))
 	if err != nil {

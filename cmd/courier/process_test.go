@@ -21,6 +21,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/store/sqlitestore"
 )
 
 // buildBinary builds courier into a temporary directory.
@@ -259,8 +262,11 @@ func ids(n int) []string {
 func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	bin := buildBinary(t)
 	s, requests := slowSink(t)
-	cfg := writeConfig(t, s.srv.URL, `database = "`+filepath.Join(t.TempDir(), "courier.db")+`"`)
-	p1 := startProc(t, bin, cfg)
+	s.rec = &recorder{}
+	dbPath := filepath.Join(t.TempDir(), "courier.db")
+	cfg := writeConfig(t, s.srv.URL, `database = "`+dbPath+`"`)
+	logs := filepath.Join(t.TempDir(), "observed.jsonl")
+	p1 := startProc(t, bin, cfg, "-record", logs)
 	prod := &producer{}
 	prod.setBases(p1.base)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -274,7 +280,8 @@ func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	}
 	p1.kill(t) // mid-flow: publishes and deliveries in progress
 	t.Logf("SIGKILL after %d acknowledged", prod.ackedCount())
-	p2 := startProc(t, bin, cfg)
+	healed := time.Now()
+	p2 := startProc(t, bin, cfg, "-record", logs)
 	prod.setBases(p2.base)
 	<-done
 	checkOnce(t, s, prod.acked, requests)
@@ -286,6 +293,75 @@ func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	if err := p2.cmd.Wait(); err != nil {
 		t.Errorf("after SIGTERM: %v; want exit 0", err)
 	}
+	judge(t, cfg, logs, dbPath, s.rec, all, healed)
+}
+
+// merge interleaves two logs by time, keeping each log's own order: a
+// log's order is the order its writer observed (a worker stamps a send
+// with the clock reading its machine used, which may be earlier than the
+// stamp of the persist logged before it).
+func merge(a, b []invariants.Entry) []invariants.Entry {
+	out := make([]invariants.Entry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].At.Before(a[0].At) {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// judge merges the processes' observation logs with the receiver's,
+// reads the store's final content, and runs invariants.Check.
+func judge(t *testing.T, cfgPath, logs, dbPath string, recv *recorder, ids []string, healed time.Time) {
+	t.Helper()
+	c, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []invariants.Entry
+	f, err := os.Open(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e invariants.Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // the line the SIGKILL cut short
+		}
+		entries = append(entries, e)
+	}
+	recv.mu.Lock()
+	entries = merge(entries, recv.run.Entries)
+	recv.mu.Unlock()
+	st, err := sqlitestore.Open(context.Background(), dbPath, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pol := c.Streams["orders"].Policy()
+	slack := c.LeaseTTL.Duration + 2*c.Poll.Duration + 5*time.Second // the killed owner's lease, polls, a loaded machine
+	run := invariants.Run{Policy: pol, Finished: true, HealedAt: healed, Slack: slack, Skew: 10 * time.Millisecond,
+		LivenessBound: invariants.LivenessBound(pol, len(ids), 0, 50*time.Millisecond) + slack}
+	for _, e := range entries {
+		run.Add(e)
+	}
+	for _, id := range ids {
+		r, err := st.Get(context.Background(), id)
+		if err != nil {
+			t.Fatalf("final state of %s: %v", id, err)
+		}
+		run.Final = append(run.Final, r.Machine())
+	}
+	vs := invariants.Check(run)
+	for _, v := range vs[:min(len(vs), 20)] {
+		t.Errorf("invariants.Check: %s", v)
+	}
+	t.Logf("invariants.Check judged %d observations of two processes and the receiver: %d violations", len(run.Entries), len(vs))
 }
 
 func TestProcessTwoServersOnPostgresOneKilled(t *testing.T) {

@@ -32,8 +32,8 @@ import (
 // serveFlags are serve's command line; each flag also reads an
 // environment variable, and the flag wins.
 type serveFlags struct {
-	config, listen, db, postgres, logFormat string
-	allowLoopback                           bool
+	config, listen, db, postgres, logFormat, record string
+	allowLoopback                                   bool
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
@@ -45,6 +45,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.db, "db", os.Getenv("COURIER_DB"), "SQLite file, default ./courier.db ($COURIER_DB)")
 	fs.StringVar(&f.postgres, "postgres", os.Getenv("COURIER_POSTGRES"), "PostgreSQL DSN; used instead of SQLite ($COURIER_POSTGRES)")
 	fs.StringVar(&f.logFormat, "log-format", "auto", "auto (text on a terminal, JSON otherwise), text or json")
+	fs.StringVar(&f.record, "record", "", "for tests: append the observation log invariants.Check reads to this file, as JSON lines")
 	fs.BoolVar(&f.allowLoopback, "allow-loopback", false, "let webhooks go to 127.0.0.0/8 and ::1 (development only)")
 	if err := fs.Parse(args); err != nil {
 		return f, usageError{err}
@@ -101,9 +102,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var h *hooks
+	if f.record != "" {
+		rf, err := os.OpenFile(f.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return usageError{fmt.Errorf("-record: %w", err)}
+		}
+		defer rf.Close()
+		h = &hooks{rec: &recorder{out: rf}}
+	}
 	ctx, stop := signalContext(ctx, log)
 	defer stop()
-	return serveConfig(ctx, c, log, nil, nil)
+	return serveConfig(ctx, c, log, nil, h)
 }
 
 // signalContext ends at the first SIGINT or SIGTERM; a second one exits
