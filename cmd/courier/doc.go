@@ -2,7 +2,8 @@
 // front of the runtime, delivering each declared stream to its webhook.
 //
 //	courier serve [-config FILE] [-listen ADDR] [-db FILE] [-postgres DSN]
-//	courier demo
+//	courier demo [-events N] [-seed S]     a real run, judged by invariants.Check
+//	courier receive -secret whsec_...      a development receiver built with the kit
 //
 // With no flags, serve opens (or creates) ./courier.db with SQLite and
 // listens on 127.0.0.1:8080. The config file (TOML; an unknown field is an

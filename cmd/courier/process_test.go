@@ -3,7 +3,9 @@
 // receiver built with the kit; it is killed with SIGKILL while events
 // flow and started again (on SQLite), or one of two processes sharing a
 // PostgreSQL database is killed; afterwards every acknowledged event has
-// been applied exactly once: nothing lost, nothing applied twice.
+// been applied exactly once: nothing lost, nothing applied twice. The
+// SQLite run is also judged by invariants.Check over the processes'
+// recorded logs (serve -record) merged with the receiver's.
 package main
 
 import (
