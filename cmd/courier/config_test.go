@@ -1,0 +1,94 @@
+// This file proves that the serve config is read as written, that every
+// invalid or unknown field is refused at start with an error naming it,
+// and that durations need their unit.
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+)
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestParseConfigReadsEveryField(t *testing.T) {
+	c, err := ParseConfig(`
+listen = "127.0.0.1:9000"
+api_tokens = ["0123456789abcdef0123"]
+shutdown_timeout = "5s"
+
+[streams.orders]
+url = "https://example.com/hooks"
+secrets = ["` + secret + `", "` + secret + `"]
+ordering = "independent"
+window = 4
+max_attempts = 3
+max_age = "1h"
+base_backoff = "2s"
+max_backoff = "1m"
+jitter_percent = 0
+attempt_timeout = "7s"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Streams["orders"].Policy()
+	switch {
+	case c.Listen != "127.0.0.1:9000", c.ShutdownTimeout.Duration != 5*time.Second, c.Database != "courier.db":
+		t.Errorf("top level read wrong: %+v", c)
+	case p.Ordering != machine.Independent, p.Window != 4, p.MaxAttempts != 3, p.MaxAge != time.Hour,
+		p.BaseBackoff != 2*time.Second, p.MaxBackoff != time.Minute, p.JitterPercent != 0, p.AttemptTimeout != 7*time.Second:
+		t.Errorf("policy read wrong: %+v", p)
+	case p.BreakerThreshold != machine.DefaultConfig().BreakerThreshold:
+		t.Errorf("unset field did not take the default: %+v", p)
+	}
+}
+
+func TestParseConfigRefusesNamingTheField(t *testing.T) {
+	stream := func(extra string) string {
+		return "[streams.orders]\nurl = \"https://example.com/\"\nsecrets = [\"" + secret + "\"]\n" + extra
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown top-level field", "lisen = \"x\"", "unknown field lisen"},
+		{"unknown stream field", stream("retries = 3"), "unknown field streams.orders.retries"},
+		{"duration without unit", stream("max_age = 30"), "max_age"},
+		{"duration not a duration", stream("max_age = \"soon\""), "max_age"},
+		{"missing url", "[streams.orders]\nsecrets = [\"" + secret + "\"]", "streams.orders.url: is missing"},
+		{"no secrets", "[streams.orders]\nurl = \"https://example.com/\"", "streams.orders.secrets: is empty"},
+		{"bad secret", "[streams.orders]\nurl = \"https://example.com/\"\nsecrets = [\"hunter2\"]", "streams.orders.secrets[0]"},
+		{"bad ordering", stream("ordering = \"fifo\""), "streams.orders.ordering"},
+		{"window with strict", stream("window = 3"), "streams.orders.window"},
+		{"negative attempts", stream("max_attempts = -1"), "streams.orders.max_attempts"},
+		{"backoff inverted", stream("base_backoff = \"1m\"\nmax_backoff = \"1s\""), "streams.orders.max_backoff"},
+		{"jitter out of range", stream("jitter_percent = 150"), "streams.orders.jitter_percent"},
+		{"short token", "api_tokens = [\"short\"]", "api_tokens[0]"},
+		{"bad stream name", "[streams.\"a b\"]\nurl = \"https://example.com/\"\nsecrets = [\"" + secret + "\"]", `streams."a b"`},
+		{"not TOML", "listen = ", "config:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig(tc.text)
+			if err == nil {
+				t.Fatalf("accepted; want an error naming %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not name %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q repeats the secret", err)
+			}
+		})
+	}
+}
+
+func TestBadEndpointFailsAtStart(t *testing.T) {
+	c, err := ParseConfig("[streams.orders]\nurl = \"ftp://example.com/\"\nsecrets = [\"" + secret + "\"]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newRouter(c, nil)
+	if err == nil || !strings.Contains(err.Error(), "streams.orders") {
+		t.Fatalf("newRouter = %v; want an error naming streams.orders", err)
+	}
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"context"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the pause table
+
+	"github.com/courierlab/courier/store/pgstore"
+)
+
+// openPostgres opens the PostgreSQL store (schema "courier") that several
+// courier serve processes, on several hosts, share through leases; the
+// pause table lives in the same schema (postgres_schema, "courier" by default).
+func openPostgres(ctx context.Context, dsn, schema string) (*backend, error) {
+	st, err := pgstore.Open(ctx, dsn, pgstore.Options{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	p, err := openPauses(ctx, "pgx", dsn, schema+".")
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &backend{st: st, pauses: p, desc: "postgres", close: func() { p.Close(); st.Close() }}, nil
+}

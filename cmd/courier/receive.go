@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/courierlab/courier/webhook/receiver"
+)
+
+// receive runs a development receiver built with the receiver kit: it
+// verifies each webhook, applies each event ID once (in memory), prints
+// what it applied, and refuses (422) bodies containing -refuse, so that
+// a dead letter can be made on purpose.
+func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("courier receive", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9000", "address to listen on")
+	secret := fs.String("secret", os.Getenv("COURIER_RECEIVE_SECRET"), "the stream's signing secret, whsec_... ($COURIER_RECEIVE_SECRET)")
+	refuse := fs.String("refuse", "", "answer 422 (refused for good) to bodies containing this text")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ev, _ := receiver.FromContext(r.Context())
+		if *refuse != "" && strings.Contains(string(ev.Body), *refuse) {
+			fmt.Fprintf(stdout, "refused  %s (stream %s, seq %d, attempt %d)\n", ev.ID, ev.Stream, ev.Seq, ev.Attempt)
+			http.Error(w, "refused", http.StatusUnprocessableEntity)
+			return
+		}
+		fmt.Fprintf(stdout, "applied  %s (stream %s, seq %d, attempt %d): %s\n", ev.ID, ev.Stream, ev.Seq, ev.Attempt, ev.Body)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h, err := receiver.New(receiver.Config{
+		Secrets: []string{*secret},
+		Window:  8 * 24 * time.Hour, // longer than the sender's max_age
+		Store:   receiver.NewMemory(),
+	}, app)
+	if err != nil {
+		return usageError{err}
+	}
+	srv := &http.Server{Addr: *listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signalContext(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	fmt.Fprintf(stderr, "courier receive: listening on %s\n", *listen)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/worker"
+)
+
+// recorder writes the observation log invariants.Check judges: what the
+// producer was told and what the store persisted (recordingStore), what
+// the worker sent and heard (observer), and what the receiver applied or
+// discarded (the demo's receiver). One lock orders the log, and each
+// store call is logged under it, so the log's order is the store's.
+type recorder struct {
+	mu  sync.Mutex
+	run invariants.Run
+	// out, if set, receives each entry as a line of JSON at once (serve
+	// -record: a test merges the logs of processes it kills), and the
+	// log is not kept in memory.
+	out io.Writer
+}
+
+func (r *recorder) addLocked(e invariants.Entry) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	if r.out != nil {
+		b, _ := json.Marshal(e)
+		_, _ = r.out.Write(append(b, '\n'))
+		return
+	}
+	r.run.Add(e)
+}
+
+// add logs e at its At, or now: a worker's event carries the clock
+// reading its machine stepped with, which is the time the policy rules
+// must judge it by (the log's lock may be held by a slow store write).
+func (r *recorder) add(e invariants.Entry) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addLocked(e)
+}
+
+// observer records a worker's sends, replies, probes and circuit.
+func (r *recorder) observer(owner string) worker.Observer {
+	return worker.ObserverFunc(func(ev worker.Event) {
+		switch ev.Kind {
+		case worker.Sent:
+			r.add(invariants.Entry{At: ev.At, Kind: invariants.Sent, Worker: owner, Token: ev.Token, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt})
+		case worker.Probed:
+			r.add(invariants.Entry{At: ev.At, Kind: invariants.Probed, Worker: owner, Detail: ev.Detail})
+		case worker.Replied:
+			r.add(invariants.Entry{At: ev.At, Kind: invariants.Replied, Worker: owner, ID: ev.ID, Attempt: ev.Attempt, Detail: ev.Outcome.Result.String()})
+		case worker.ProbeReplied:
+			verdict := "unhealthy"
+			if ev.Outcome.Result == machine.OutcomeDelivered {
+				verdict = "healthy"
+			}
+			r.add(invariants.Entry{At: ev.At, Kind: invariants.ProbeReplied, Worker: owner, Detail: verdict})
+		case worker.CircuitChanged:
+			r.add(invariants.Entry{At: ev.At, Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
+		case worker.Rebuilt:
+			r.mu.Lock()
+			r.addLocked(invariants.Entry{At: ev.At, Kind: invariants.Restarted, Worker: owner, Detail: "took over the stream"})
+			r.addLocked(invariants.Entry{At: ev.At, Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
+			r.mu.Unlock()
+		}
+	})
+}
+
+// recordingStore logs acknowledgements, persists and leases.
+type recordingStore struct {
+	store.Store
+	rec *recorder
+}
+
+func (s recordingStore) Enqueue(ctx context.Context, stream, id string, payload []byte) (store.Record, bool, error) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	r, created, err := s.Store.Enqueue(ctx, stream, id, payload)
+	if err != nil {
+		return r, created, err
+	}
+	// A resend logs what the store holds too: the log line of the first
+	// Enqueue may have died with its process (killed between the commit
+	// and the line), and the record the store returns is durable now.
+	s.rec.addLocked(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r.Machine()})
+	s.rec.addLocked(invariants.Entry{Kind: invariants.Acked, ID: r.ID, Seq: r.Seq})
+	return r, created, nil
+}
+
+func (s recordingStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	ls, err := s.Store.ClaimDue(ctx, owner, ttl, max)
+	for _, l := range ls {
+		s.rec.addLocked(invariants.Entry{Kind: invariants.LeaseGranted, Worker: owner, Token: l.Token, Until: l.Expires})
+	}
+	return ls, err
+}
+
+func (s recordingStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	nl, err := s.Store.Renew(ctx, l, ttl)
+	if err == nil {
+		s.rec.addLocked(invariants.Entry{Kind: invariants.LeaseRenewed, Worker: l.Owner, Token: nl.Token, Until: nl.Expires})
+	}
+	return nl, err
+}
+
+func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
+	// The batch was made at the worker's clock reading just before this
+	// call; a write's own latency (an fsync) must not count as time the
+	// policy let pass.
+	at := time.Now()
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	err := s.Store.Save(ctx, l, ups)
+	switch {
+	case errors.Is(err, store.ErrInvalidWrite):
+		s.rec.addLocked(invariants.Entry{Kind: invariants.WriteRejected, Worker: l.Owner, Token: l.Token, Detail: err.Error()})
+		return err
+	case err != nil:
+		return err
+	}
+	for _, u := range ups {
+		r, err := s.Store.Get(ctx, u.ID)
+		if err != nil {
+			return err // the save is durable; the worker re-reads
+		}
+		m := r.Machine()
+		s.rec.addLocked(invariants.Entry{At: at, Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: m.ID, Seq: m.Seq, Record: m})
+	}
+	return nil
+}
+
+// hooks let the demo observe a serve run; serve passes nil.
+type hooks struct {
+	rec   *recorder
+	store store.Store // set by serveConfig: the store, for the final state
+}
