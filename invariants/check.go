@@ -230,7 +230,8 @@ type attemptKey struct {
 // persisted attempt count that grew): at most one attempt in flight in
 // strict order, at most Window in independent order. An attempt stops
 // counting at its reply or AttemptTimeout after its start, when the
-// machine gives up waiting for it.
+// machine gives up waiting for it (less Run.Stall: a stalled worker
+// stamps the start early).
 func (c *checker) started(e Entry) {
 	p := c.run.Policy
 	window := p.Window
@@ -243,7 +244,7 @@ func (c *checker) started(e Entry) {
 		c.flying[e.Worker] = fl
 	}
 	for k, at := range fl { // order does not matter: only the count is used
-		if !e.At.Before(at.Add(p.AttemptTimeout)) {
+		if !e.At.Before(at.Add(p.AttemptTimeout - c.run.Stall)) {
 			delete(fl, k)
 		}
 	}

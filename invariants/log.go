@@ -125,6 +125,12 @@ type Run struct {
 	// own clock, so the policy rules allow Skew either way. Zero for a
 	// single sender.
 	Skew time.Duration
+	// Stall is the longest a worker may act on a stale clock reading (it
+	// read its clock, froze, then acted): it stamps an attempt's start up
+	// to Stall early, so it may count the attempt timed out, and start
+	// another in its window, up to Stall before AttemptTimeout has truly
+	// passed. Skew includes it. Zero without stalls.
+	Stall time.Duration
 	// ReceiverFences is true when the receiver applies only sequences above
 	// the last it applied. Only then does strict order promise that the
 	// receiver applies in acceptance order (a dead event's late attempt

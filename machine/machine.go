@@ -382,7 +382,7 @@ func (m *Machine) check(in Input) error {
 }
 
 func (m *Machine) accept(in Accept) {
-	if e := m.byID[in.ID]; e != nil && !plant.On(plant.AcceptNotIdempotent) {
+	if e := m.byID[in.ID]; e != nil {
 		// Idempotent: nothing changes, not even the payload; ack again.
 		m.stats.Duplicates++
 		m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq, Duplicate: true})

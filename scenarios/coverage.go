@@ -27,6 +27,11 @@ func Reachable(f sim.Fault, s machine.State) bool {
 		// have moved on to any state: a late copy of a poison event can be
 		// rejected after the event died.
 		return s == machine.Pending || s == machine.Retry
+	case sim.FaultCrash:
+		// The single sender dies after a call that handed out sends, and
+		// sends go out only while the circuit is closed, which holds no
+		// parked event: closing it releases them all.
+		return s != machine.Parked
 	case sim.FaultPoison, sim.FaultStubborn:
 		// The receiver never applies a poison event, and a stubborn one
 		// only after its last rejection, so neither is rejected while

@@ -15,20 +15,21 @@ const (
 	FaultLostAck                     // the receiver's reply was lost
 	FaultLate                        // a request held in the network landed late
 	FaultRestart                     // the sender lost its memory (scheduled or drawn)
-	FaultCrash                       // the sender died between persisting a batch and acting on it
+	FaultCrash                       // the sender died between persisting a batch and sending its attempts
 	FaultPoison                      // the receiver rejected a poison event
 	FaultStubborn                    // the receiver rejected a stubborn event
 	FaultDuplicateOffer              // the producer offered an ID already accepted
 	FaultPause                       // a worker stalled past its lease, then carried on (cluster)
 	FaultWorkerCrash                 // a worker died, its lease left to expire (cluster)
 	FaultStoreRefusal                // the shared store refused a write (cluster)
+	FaultStall                       // a worker froze inside a call and acted on a stale clock reading (cluster)
 	numFaults
 )
 
 var faultNames = [numFaults]string{
 	"outage refusal", "flapping failure", "lost reply", "late arrival", "restart",
 	"crash after persist", "poison rejection", "stubborn rejection", "duplicate offer",
-	"worker pause", "worker crash", "store refusal",
+	"worker pause", "worker crash", "store refusal", "stale-clock stall",
 }
 
 func (f Fault) String() string { return faultNames[f] }
@@ -66,13 +67,7 @@ func (c *Coverage) Add(o Coverage) {
 }
 
 func (s *sim) cover(f Fault, id string) {
-	if s.cluster {
-		if r, err := s.shared.Get(context.Background(), id); err == nil {
-			s.stats.Coverage[f][r.State]++
-		}
-		return
-	}
-	if r, ok := s.store.records[id]; ok {
+	if r, err := s.store.Get(context.Background(), id); err == nil {
 		s.stats.Coverage[f][r.State]++
 	}
 }

@@ -1,6 +1,6 @@
-// Package sim drives courier's machine through a deterministic
-// discrete-event simulation: a virtual clock that starts at Epoch and only
-// jumps, a queue of timed happenings whose ties are broken by the order
+// Package sim drives courier's worker (and through it the machine) in a
+// deterministic discrete-event simulation: a virtual clock that starts at
+// Epoch and only jumps, a queue of timed happenings whose ties are broken by the order
 // they were scheduled, and fakes for everything the machine does not own.
 //
 // One root seed decides every random choice. Each part of the world (the
@@ -13,35 +13,43 @@
 // no I/O: the same World and seed give the same trace, byte for byte, on
 // any platform (the golden hashes in testdata/golden pin it).
 //
-// # The fakes
+// # The senders run the production worker
 //
-//   - Store: durable; what it acknowledged survives a restart, and a batch
-//     is written whole.
+// Every sender is a node running worker.Worker, the same worker the
+// production shell (package courier) runs: it claims the stream, renews its
+// lease, rebuilds its machine from the store, adopts what producers
+// enqueue, saves every batch through the lease and gives the stream back
+// when idle. The simulator holds none of that logic: it calls the worker
+// at its Next, when a reply comes and when a local producer enqueues, on
+// the node's clock (the virtual clock plus its skew), performs the sends
+// and probes the worker hands out on the fake channel, and injects faults
+// around it. The single sender is a cluster of one node; World.Cluster
+// adds more.
+//
+// # The fakes and the faults
+//
+//   - Store: store/memstore, the contract's reference, on the virtual
+//     clock; it refuses every call inside Cluster.StoreOutages.
 //   - Channel: latency, outage windows (refused), flapping (intermittent
 //     failure), lost replies (the receiver applied, the sender times out),
 //     requests held in the network until after the sender gave up.
 //   - Receiver: applies each ID at most once and discards duplicates;
 //     fences on the stream sequence (applies only sequences above the last
 //     it applied) when Receiver.Fence is set; poison and stubborn events.
-//   - Producer: offers each event, resends it (same ID) if no
+//   - Producer: enqueues each event, resends it (same ID) if no
 //     acknowledgement comes within AckTimeout, optionally sends it twice.
-//   - Restarts: the sender's memory is dropped at chosen or drawn instants,
-//     or right after a batch is persisted and before it is acted on, and
-//     rebuilt with machine.Recover from the store. Requests already on the
-//     wire may still land; their replies reach the new sender, which
-//     ignores them as stale.
-//
-// # Many workers
-//
-// With World.Cluster.Workers > 0 the sender is several workers sharing one
-// store (memstore, the store package's contract). Producers enqueue into
-// the store; each worker polls: it claims the stream when it has due work,
-// rebuilds its machine from the store, adopts new records, renews its
-// lease, and writes every batch through the lease's fencing check. Workers
-// crash (their lease left to expire), stall past their lease and wake as
-// zombies that send what they had persisted, run on skewed clocks, and the
-// store refuses writes for a while. Polls are background chores: a run
-// whose store is settled does not wait for them.
+//     The first node is its host and is notified, as Service.Publish
+//     notifies its worker.
+//   - Restarts and crashes: a node's worker and memory are dropped, its
+//     lease left to expire; it comes back as a new incarnation (a new
+//     Owner). Requests already on the wire may still land; their replies
+//     reach nobody. The single sender may also crash right after a call
+//     that persisted attempts and before it sends them.
+//   - Pauses: a node stalls between the deadline check and its sends; it
+//     sends when it wakes, a zombie if its lease ran out meanwhile.
+//   - Stalls: a node freezes inside a call after reading its clock and
+//     makes the call on that stale reading when it wakes: only the
+//     store's fencing stands between it and a stale write.
 //
 // # Phases
 //

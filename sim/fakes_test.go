@@ -1,4 +1,4 @@
-// The fake store keeps acceptance order and writes a batch whole, and the fake receiver deduplicates, fences, and fails poison and stubborn events as its config says: checked by driving each fake directly.
+// The fake receiver deduplicates, fences, and fails poison and stubborn events as its config says: checked by driving each fake directly.
 package sim
 
 import (
@@ -10,100 +10,6 @@ import (
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
 )
-
-func rec(id string, seq uint64, st machine.State, attempts int) machine.Record {
-	return machine.Record{ID: id, Seq: seq, AcceptedAt: Epoch, State: st, Attempts: attempts}
-}
-
-func TestStore(t *testing.T) {
-	type got struct {
-		Records []machine.Record
-		Writes  int
-	}
-	tests := []struct {
-		name    string
-		reason  string
-		batches [][]machine.Record
-		want    got
-	}{
-		{
-			name:   "acceptance order",
-			reason: "records come back in the order they were accepted",
-			batches: [][]machine.Record{
-				{rec("b", 1, machine.Pending, 0)},
-				{rec("a", 2, machine.Pending, 0), rec("c", 3, machine.Pending, 0)},
-			},
-			want: got{Records: []machine.Record{
-				rec("b", 1, machine.Pending, 0), rec("a", 2, machine.Pending, 0), rec("c", 3, machine.Pending, 0),
-			}, Writes: 2},
-		},
-		{
-			name:   "overwrite keeps position",
-			reason: "a new version replaces the old in place; it does not move the event to the end",
-			batches: [][]machine.Record{
-				{rec("e1", 1, machine.Pending, 0), rec("e2", 2, machine.Pending, 0)},
-				{rec("e1", 1, machine.Pending, 1)},
-				{rec("e1", 1, machine.Delivered, 1)},
-			},
-			want: got{Records: []machine.Record{
-				rec("e1", 1, machine.Delivered, 1), rec("e2", 2, machine.Pending, 0),
-			}, Writes: 3},
-		},
-		{
-			name:   "seq decides over write order",
-			reason: "Records is in acceptance (Seq) order even if a batch wrote a later seq first",
-			batches: [][]machine.Record{
-				{rec("e2", 2, machine.Pending, 0), rec("e1", 1, machine.Pending, 0)},
-			},
-			want: got{Records: []machine.Record{
-				rec("e1", 1, machine.Pending, 0), rec("e2", 2, machine.Pending, 0),
-			}, Writes: 1},
-		},
-		{
-			name:   "atomic batch",
-			reason: "a batch is one write: every record of it is there after Apply, the last version of each",
-			batches: [][]machine.Record{
-				{rec("e1", 1, machine.Pending, 0), rec("e2", 2, machine.Pending, 0), rec("e1", 1, machine.Retry, 1), rec("e3", 3, machine.Parked, 0)},
-			},
-			want: got{Records: []machine.Record{
-				rec("e1", 1, machine.Retry, 1), rec("e2", 2, machine.Pending, 0), rec("e3", 3, machine.Parked, 0),
-			}, Writes: 1},
-		},
-		{
-			name:    "empty batch writes nothing",
-			reason:  "a step that persists nothing costs no write",
-			batches: [][]machine.Record{{rec("e1", 1, machine.Pending, 0)}, nil, {}},
-			want:    got{Records: []machine.Record{rec("e1", 1, machine.Pending, 0)}, Writes: 1},
-		},
-		{
-			name:   "empty store",
-			reason: "no records is an empty list",
-			want:   got{Records: []machine.Record{}},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newStore()
-			for _, b := range tt.batches {
-				s.Apply(b)
-			}
-			g := got{Records: s.Records(), Writes: s.writes}
-			if diff := cmp.Diff(tt.want, g); diff != "" {
-				t.Errorf("%s\nstore (-want +got):\n%s", tt.reason, diff)
-			}
-		})
-	}
-}
-
-// Records hands out a copy: changing it does not change the store.
-func TestStoreRecordsIsACopy(t *testing.T) {
-	s := newStore()
-	s.Apply([]machine.Record{rec("e1", 1, machine.Pending, 0)})
-	s.Records()[0].State = machine.Dead
-	if got := s.Records()[0].State; got != machine.Pending {
-		t.Errorf("after changing the returned slice the store holds %v, want pending", got)
-	}
-}
 
 func TestReceiver(t *testing.T) {
 	type delivery struct {
@@ -224,7 +130,7 @@ func TestReceiver(t *testing.T) {
 			r := newReceiver(tt.cfg)
 			var g got
 			for _, d := range tt.deliveries {
-				v := r.deliver(machine.Send{ID: d.id, Seq: d.seq, Attempt: 1})
+				v := r.deliver(d.id, d.seq)
 				g.Verdicts = append(g.Verdicts, v.String())
 			}
 			g.Order, g.Applied, g.Dups, g.Fenced = r.order, r.applied, r.dups, r.fenced

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash"
 	"math/rand/v2"
@@ -10,10 +9,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
-	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/memstore"
+	"github.com/courierlab/courier/worker"
 )
 
 // Epoch is the virtual instant every run starts at. Traces print times as
@@ -62,6 +63,7 @@ type Stats struct {
 	DuplicateAcks   int           // acknowledgements of an offer whose ID was already accepted
 	LeaseGrants     int           // leases the shared store granted (cluster)
 	FencedWrites    int           // writes (saves, renewals, reads) the store refused from a stale lease (cluster)
+	LeasesLost      int           // times a worker gave a stream up as lost: refused by the store, or run out by its own clock
 	ZombieSends     int           // sends by a worker whose lease had been superseded (cluster)
 	Drain           time.Duration // from the first offer until every event settled
 	End             time.Duration // virtual time when the run stopped
@@ -88,15 +90,13 @@ type sim struct {
 	now  time.Time
 	q    queue
 
-	store   *Store      // the single sender's store
-	shared  sharedStore // the workers' store, in cluster mode
-	cluster bool
-	recv    *receiver
+	cfg   Cluster         // the workers: World.Cluster, or the single sender's
+	store *memstore.Store // the store the workers share
+	recv  *receiver
 
-	// workers are the senders: one unnamed worker in single-process mode,
-	// World.Cluster.Workers named ones in cluster mode.
-	workers []*worker
-	pauses  []Pause // cluster pauses not yet begun, by At
+	nodes  []*node
+	pauses []Pause // pauses not yet begun, by At
+	stalls []Pause // stalls not yet begun, by At
 	// newestToken is the newest lease token the store granted.
 	newestToken uint64
 
@@ -121,43 +121,18 @@ type sim struct {
 	stats Stats
 }
 
+// attemptKey names one attempt of one incarnation of a node.
 type attemptKey struct {
-	worker  string
-	gen     int
+	node    string
+	inc     int
 	id      string
 	attempt int
 }
 
-// worker is one sender: a machine, and in cluster mode a lease.
-type worker struct {
-	name string // "" for the single-process sender
-	inc  int    // incarnation, from 1; a crash starts a new one
-	skew time.Duration
-	m    *machine.Machine
-	gen  int // bumped whenever m is replaced or dropped
-
-	tickToken int       // ticks of older tokens are stale
-	tickAt    time.Time // when the current token's tick fires; zero if none
-
-	// Cluster mode only.
-	lease       store.Lease
-	leased      bool
-	lastSeq     uint64    // highest Seq the machine adopted or recovered
-	frozenUntil time.Time // a paused worker does nothing before this
-	stalled     bool      // paused mid-batch: nothing runs until it finishes the batch
-	idleSince   time.Time // when the owner last found nothing to do
-	down        bool      // crashed, not yet back
-}
-
-func (w *worker) owner() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
-
-// clock is the worker's reading of the virtual clock, skew included.
-func (w *worker) clock(now time.Time) time.Time { return now.Add(w.skew) }
-
 func newSim(w World, seed uint64, opt Options) *sim {
 	s := &sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
-		store:     newStore(),
+		cfg:       workers(w),
 		recv:      newReceiver(w.Receiver),
 		rProducer: stream(seed, "producer"),
 		rChannel:  stream(seed, "channel"),
@@ -168,6 +143,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		hash:      sha256.New(),
 		enc:       make([]byte, 0, traceFlushBytes+256),
 	}
+	s.store = memstore.New(func() time.Time { return s.now })
 	// The log is the run's largest allocation: size it for the usual
 	// eight to ten entries per event (persist, ack, persist the attempt,
 	// send, apply, reply, persist the outcome; parking and faults add
@@ -180,11 +156,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 	}
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	s.run.LivenessBound = invariants.LivenessBound(w.Policy, w.Events, poison, w.Channel.LatencyMax)
-	if w.Cluster.Workers > 0 {
-		s.initCluster()
-	} else {
-		s.workers = []*worker{{inc: 1}}
-	}
+	s.initNodes()
 	return s
 }
 
@@ -204,16 +176,7 @@ func (s *sim) observe(e invariants.Entry) {
 func (s *sim) simulate() error {
 	w := s.w
 	s.note(nil, opWorld, unum(s.seed), num(w.Events), str(w.Policy.Ordering.String()), dur(w.FaultsEnd))
-	if s.cluster {
-		s.startCluster()
-	} else {
-		m, err := machine.New(s.machineConfig())
-		if err != nil {
-			return err
-		}
-		s.workers[0].m = m
-		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
-	}
+	s.startNodes()
 
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
@@ -238,7 +201,7 @@ func (s *sim) simulate() error {
 	for _, at := range restarts {
 		s.q.schedule(Epoch.Add(at), func() {
 			s.coverAll(FaultRestart)
-			s.restart(s.workers[0], "scheduled")
+			s.crash(s.nodes[0], 0, "scheduled restart")
 		})
 	}
 
@@ -281,155 +244,7 @@ func (s *sim) settled() bool {
 
 // allRecords is the store's content, in acceptance order.
 func (s *sim) allRecords() []machine.Record {
-	if s.cluster {
-		return s.shared.Records(clusterStream)
-	}
-	return s.store.Records()
-}
-
-// step feeds one input to worker w's machine and carries out its batch.
-// Only an Accept may be refused (queue full); any other error is a bug in
-// the simulator or the machine, and stops the run loudly.
-func (s *sim) step(w *worker, in machine.Input) {
-	s.note(w, opIn, input(in))
-	b, err := s.stepMachine(w, in)
-	if a, ok := in.(machine.Accept); ok && errors.Is(err, machine.ErrQueueFull) {
-		s.note(w, opRefused)
-		s.observe(invariants.Entry{Kind: invariants.Refused, Worker: w.name, ID: a.ID, Detail: "queue full"})
-		return
-	}
-	if err != nil {
-		panic(fmt.Sprintf("sim: seed %d: machine rejected %s: %v", s.seed, in.Format(Epoch), err))
-	}
-	s.execute(w, b)
-}
-
-// execute carries out a batch in the order its contract requires.
-func (s *sim) execute(w *worker, b machine.Batch) {
-	if b.Ignored != "" {
-		s.note(w, opIgnored, str(b.Ignored))
-	}
-	for _, c := range b.Circuit {
-		s.note(w, opCircuit, str(c.From.String()), str(c.To.String()))
-		s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Worker: w.name, Circuit: c.To})
-		if c.To == machine.Open {
-			s.stats.CircuitOpenings++
-		}
-	}
-	if s.cluster {
-		s.executeShared(w, b)
-		return
-	}
-	// 1. Persist, atomically; 2. acknowledge; 3. send and probe. The
-	// planted bugs AckBeforePersist and SendBeforePersist break the order.
-	if plant.On(plant.AckBeforePersist) {
-		s.ack(b.Acks)
-	}
-	if plant.On(plant.SendBeforePersist) {
-		s.sendAll(w, b.Sends)
-	}
-	b.Persist = plantedPersist(b.Persist)
-	s.store.Apply(b.Persist)
-	s.persisted(w, b.Persist)
-	if (len(b.Acks) > 0 || len(b.Sends) > 0) && s.faulty() &&
-		s.stats.Crashes < s.w.Restarts.MaxCrashes && chance(s.rRestart, s.w.Restarts.CrashAfterPersistRate) {
-		s.stats.Crashes++
-		s.coverAll(FaultCrash)
-		s.restart(w, "crash after persist, before acks and sends")
-		return
-	}
-	if !plant.On(plant.AckBeforePersist) {
-		s.ack(b.Acks)
-	}
-	if !plant.On(plant.SendBeforePersist) {
-		s.sendAll(w, b.Sends)
-	}
-	s.act(w, b)
-}
-
-// persisted logs records the store has made durable.
-func (s *sim) persisted(w *worker, recs []machine.Record) {
-	for _, r := range recs {
-		s.note(w, opPersist, record(&r))
-		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: w.name, Token: w.lease.Token, ID: r.ID, Seq: r.Seq, Record: r})
-		if r.State.Terminal() {
-			s.lastSettle = s.now
-		}
-		if by := r.AcceptedAt.Add(s.settleWithin()); s.w.MaxDuration == 0 && by.After(s.end) {
-			s.end = by
-		}
-	}
-}
-
-// act performs the probes of a batch and schedules its wake-up: what
-// follows the sends.
-func (s *sim) act(w *worker, b machine.Batch) {
-	for _, p := range b.Probes {
-		s.note(w, opProbe, unum(p.N))
-		s.observe(invariants.Entry{Kind: invariants.Probed, Worker: w.name, Detail: fmt.Sprint(p.N)})
-		s.stats.Probes++
-		s.probe(w, p)
-	}
-	if !b.WakeAt.IsZero() && (w.tickAt.IsZero() || b.WakeAt.Before(w.tickAt)) {
-		w.tickToken++
-		token := w.tickToken
-		w.tickAt = b.WakeAt
-		// A batch acted on late (after a pause) may ask for a wake that
-		// has already passed: tick at once.
-		at := plantedTimer(s.fromClock(w, b.WakeAt))
-		if at.Before(s.now) {
-			at = s.now
-		}
-		s.later(w, at, func() {
-			if token != w.tickToken || w.m == nil {
-				return // superseded by an earlier wake, a restart or a lost lease
-			}
-			w.tickAt = time.Time{}
-			s.step(w, machine.Tick{At: w.clock(s.now)})
-		})
-	}
-}
-
-// fromClock converts an instant on w's clock to the virtual clock.
-func (s *sim) fromClock(w *worker, t time.Time) time.Time { return t.Add(-w.skew) }
-
-// later schedules fn for worker w at the instant at. When it comes, a
-// crashed worker does nothing and a paused one does it when it wakes.
-func (s *sim) later(w *worker, at time.Time, fn func()) {
-	s.q.schedule(at, func() {
-		switch {
-		case w.down:
-			return
-		case w.stalled:
-			// Queued behind the stall: the interrupted batch, scheduled
-			// at frozenUntil first, must finish before anything else.
-			s.later(w, w.frozenUntil, fn)
-			return
-		}
-		fn()
-	})
-}
-
-func (s *sim) ack(acks []machine.Ack) {
-	for _, a := range acks {
-		if a.Duplicate {
-			s.note(nil, opAckDuplicate, str(a.ID), unum(a.Seq))
-			s.stats.DuplicateAcks++
-		} else {
-			s.note(nil, opAck, str(a.ID), unum(a.Seq))
-		}
-		s.observe(invariants.Entry{Kind: invariants.Acked, ID: a.ID, Seq: a.Seq})
-		s.acked[a.ID] = true
-	}
-}
-
-func (s *sim) sendAll(w *worker, sends []machine.Send) {
-	for _, x := range sends {
-		s.note(w, opSend, str(x.ID), num(x.Attempt), unum(x.Seq))
-		s.observe(invariants.Entry{Kind: invariants.Sent, Worker: w.name, Token: w.lease.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
-		s.stats.Sends++
-		s.send(w, x)
-	}
+	return s.store.Records(clusterStream)
 }
 
 // offer is the producer offering event id; copy counts its offers.
@@ -452,11 +267,7 @@ func (s *sim) offer(id string, copy int) {
 		payload = append(strconv.AppendQuote(append(payload, `{"event":`...), id), ',')
 	}
 	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
-	if s.cluster {
-		s.enqueue(id, payload)
-	} else {
-		s.step(s.workers[0], machine.Accept{At: s.now, ID: id, Payload: payload})
-	}
+	s.enqueue(id, payload)
 	// The producer keeps the event until it is acknowledged.
 	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
 		if !s.acked[id] {
@@ -482,42 +293,34 @@ func (s *sim) inWindows(ws []Window) bool {
 
 // send puts one attempt on the channel. Whatever happens, the sender gets
 // exactly one outcome for it: the reply, or a timeout at ClientTimeout.
-func (s *sim) send(w *worker, x machine.Send) {
+func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
-	key := attemptKey{w.name, w.gen, x.ID, x.Attempt}
+	key := attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}
+	attempt := x.Attempt.Attempt
 	answer := func(at time.Time, outcome machine.Outcome, retryAfter time.Duration, why string) {
-		s.later(w, at, func() {
+		s.later(n, at, func() {
 			if s.answered[key] {
-				s.note(w, opReplyGaveUp, str(x.ID), num(x.Attempt), str(outcome.String()))
+				s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
 				return
 			}
 			s.answered[key] = true
 			if why != "" {
-				s.note(w, opChannel, str(x.ID), num(x.Attempt), str(why))
+				s.note(n, opChannel, str(x.ID), num(attempt), str(why))
 			}
-			if w.m == nil {
-				s.note(w, opReplyNoOwner, str(x.ID), num(x.Attempt), str(outcome.String()))
-				return
-			}
-			// A reply to an earlier machine of this worker reaches the
-			// current one, which ignores it as stale.
-			s.observe(invariants.Entry{Kind: invariants.Replied, Worker: w.name, ID: x.ID, Attempt: x.Attempt, RetryAfter: retryAfter, Detail: outcome.String()})
-			if plant.On(plant.RetryAfterIgnored) {
-				retryAfter = 0
-			}
-			s.step(w, machine.Result{At: w.clock(s.now), ID: x.ID, Attempt: x.Attempt, Outcome: outcome, RetryAfter: retryAfter})
+			s.note(n, opIn, input(machine.Result{At: n.clock(s.now), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}))
+			s.deliver(n, reply(x, outcome, retryAfter))
 		})
 	}
 	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, 0, "client timeout")
 	switch {
 	case s.inWindows(c.Outages):
-		s.note(nil, opOutage, str(x.ID), num(x.Attempt))
-		s.coverSend(w, FaultOutage, x.ID)
+		s.note(nil, opOutage, str(x.ID), num(attempt))
+		s.coverSend(x, FaultOutage)
 		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, 0, "connection refused")
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
-		s.note(nil, opFlap, str(x.ID), num(x.Attempt))
-		s.coverSend(w, FaultFlap, x.ID)
+		s.note(nil, opFlap, str(x.ID), num(attempt))
+		s.coverSend(x, FaultFlap)
 		answer(s.now.Add(s.latency()), machine.OutcomeFailed, 0, "502 from the flapping link")
 		return
 	}
@@ -525,7 +328,7 @@ func (s *sim) send(w *worker, x machine.Send) {
 	late := s.faulty() && chance(s.rChannel, c.LateRate)
 	if late {
 		arrive += c.LateDelay
-		s.note(nil, opLate, str(x.ID), num(x.Attempt), dur(c.LateDelay))
+		s.note(nil, opLate, str(x.ID), num(attempt), dur(c.LateDelay))
 	}
 	lose := s.faulty() && chance(s.rChannel, c.LostAckRate)
 	back := s.latency()
@@ -533,22 +336,22 @@ func (s *sim) send(w *worker, x machine.Send) {
 		if late {
 			s.cover(FaultLate, x.ID)
 		}
-		v := s.recv.deliver(x)
+		v := s.recv.deliver(x.ID, x.Seq)
 		switch v {
 		case rejectedPoison:
 			s.cover(FaultPoison, x.ID)
 		case rejectedStubborn:
 			s.cover(FaultStubborn, x.ID)
 		}
-		s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(x.Attempt))
+		s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
 		switch v {
 		case applied:
-			s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt})
+			s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
 		case duplicate, fenced:
-			s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt, Detail: v.String()})
+			s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
 		}
 		if lose {
-			s.note(nil, opLostAck, str(x.ID), num(x.Attempt))
+			s.note(nil, opLostAck, str(x.ID), num(attempt))
 			s.cover(FaultLostAck, x.ID)
 			return
 		}
@@ -563,14 +366,14 @@ func (s *sim) send(w *worker, x machine.Send) {
 // coverSend counts a fault that struck a send. A fenced-off owner's late
 // send (a zombie's) may meet its event in any state and is counted as
 // the pause that made it, not here.
-func (s *sim) coverSend(w *worker, f Fault, id string) {
-	if w.lease.Token >= s.newestToken {
-		s.cover(f, id)
+func (s *sim) coverSend(x worker.Send, f Fault) {
+	if x.Token >= s.newestToken {
+		s.cover(f, x.ID)
 	}
 }
 
 // probe checks the channel: down in an outage, maybe down while flapping.
-func (s *sim) probe(w *worker, p machine.Probe) {
+func (s *sim) probe(n *node, p worker.Probe) {
 	c := s.w.Channel
 	healthy := true
 	delay := 2 * s.latency()
@@ -585,39 +388,14 @@ func (s *sim) probe(w *worker, p machine.Probe) {
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
-	gen := w.gen
-	s.later(w, s.now.Add(delay), func() {
-		if gen != w.gen {
-			s.note(w, opProbeDropped, unum(p.N))
-			return
-		}
-		answer := "healthy"
+	s.later(n, s.now.Add(delay), func() {
+		o := machine.OutcomeDelivered
 		if !healthy {
-			answer = "unhealthy"
+			o = machine.OutcomeFailed
 		}
-		s.observe(invariants.Entry{Kind: invariants.ProbeReplied, Worker: w.name, Attempt: int(p.N), Detail: answer})
-		s.step(w, machine.ProbeResult{At: w.clock(s.now), N: p.N, Healthy: healthy})
+		s.note(n, opIn, input(machine.ProbeResult{At: n.clock(s.now), N: p.N, Healthy: healthy}))
+		s.deliver(n, p.Reply(channel.Outcome{Result: o}))
 	})
-}
-
-// restart drops the sender's memory and rebuilds it from the store. What
-// is on the wire stays there and may still land.
-func (s *sim) restart(w *worker, why string) {
-	s.stats.Restarts++
-	w.inc++
-	w.gen++
-	w.tickToken++
-	w.tickAt = time.Time{}
-	s.note(nil, opRestart, num(w.inc), str(why))
-	s.observe(invariants.Entry{Kind: invariants.Restarted, Detail: why})
-	m, b, err := machine.Recover(s.machineConfig(), s.now, plantedRecords(s.store.Records(), s.now))
-	if err != nil {
-		panic(fmt.Sprintf("sim: seed %d: recover: %v", s.seed, err))
-	}
-	w.m = m
-	s.note(nil, opRecovered, str(m.Circuit().String()))
-	s.observe(invariants.Entry{Kind: invariants.CircuitChanged, Circuit: m.Circuit()})
-	s.execute(w, b)
 }
 
 func (s *sim) result() Result {
@@ -697,6 +475,7 @@ func (s *Stats) Add(o Stats) {
 	s.DuplicateAcks += o.DuplicateAcks
 	s.LeaseGrants += o.LeaseGrants
 	s.FencedWrites += o.FencedWrites
+	s.LeasesLost += o.LeasesLost
 	s.ZombieSends += o.ZombieSends
 	s.Drain = max(s.Drain, o.Drain)
 	s.End = max(s.End, o.End)

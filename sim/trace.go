@@ -59,6 +59,12 @@ const (
 	opStorePersist
 	opStoreAck
 	opStoreAckDuplicate
+	opCircuitTo
+	opPastDeadline
+	opFaulted
+	opStall
+
+	opLast = opStall // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -104,6 +110,10 @@ var formats = [...]string{
 	opStorePersist:      "store persist %s",
 	opStoreAck:          "store ack %s seq=%d",
 	opStoreAckDuplicate: "store ack %s seq=%d duplicate",
+	opCircuitTo:         "out  circuit -> %s",
+	opPastDeadline:      "send %s#%d not started: past its lease deadline",
+	opFaulted:           "worker fault: %s",
+	opStall:             "fault stall: freezes for %v inside a call, after reading its clock",
 }
 
 // argKind says how an arg is encoded and printed.
@@ -166,10 +176,10 @@ func (a arg) value() any {
 // note records one trace line by worker w (nil or unnamed for none): it
 // feeds the line's binary encoding to the hash, and keeps its text only
 // when the run keeps a trace.
-func (s *sim) note(w *worker, o op, args ...arg) {
+func (s *sim) note(n *node, o op, args ...arg) {
 	name := ""
-	if w != nil {
-		name = w.name
+	if n != nil {
+		name = n.name
 	}
 	b := append(s.enc, byte(o))
 	b = binary.AppendVarint(b, int64(s.now.Sub(Epoch)))

@@ -12,13 +12,13 @@ import (
 )
 
 func TestTraceFormatsComplete(t *testing.T) {
-	for o := opWorld; o <= opStoreAckDuplicate; o++ {
+	for o := opWorld; o <= opLast; o++ {
 		if formats[o] == "" {
 			t.Errorf("op %d has no format", o)
 		}
 	}
-	if len(formats) != int(opStoreAckDuplicate)+1 {
-		t.Errorf("formats has %d entries for %d ops", len(formats)-1, opStoreAckDuplicate)
+	if len(formats) != int(opLast)+1 {
+		t.Errorf("formats has %d entries for %d ops", len(formats)-1, opLast)
 	}
 }
 

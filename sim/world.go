@@ -109,13 +109,14 @@ type Stubborn struct {
 	Failures int
 }
 
-// Cluster is a sender made of several workers sharing one store (the
-// store package's contract, served by memstore). Producers enqueue into the
-// store, which acknowledges them and assigns the sequence; the worker that
-// holds the stream's lease rebuilds its machine from the store, adopts new
+// Cluster is a sender made of several workers (worker.Worker, each on its
+// own node) sharing one store (memstore). Producers enqueue into the store,
+// which acknowledges them and assigns the sequence; the worker that holds
+// the stream's lease rebuilds its machine from the store, adopts new
 // records as it polls, and writes every batch through the lease's fencing
-// check. Restarts (World.Restarts) apply only to the single sender; a
-// cluster has Crashes and Pauses instead.
+// check. The single sender (Workers 0) is a cluster of one worker with a
+// 2s lease and a 200ms poll. Restarts (World.Restarts) apply only to the
+// single sender; a cluster has Crashes, Pauses and Stalls instead.
 type Cluster struct {
 	// Workers is how many workers there are; 0 means the single sender.
 	Workers int
@@ -139,6 +140,12 @@ type Cluster struct {
 	// successful write at or after At that has sends to make: it makes
 	// them only when it wakes, as a zombie if its lease expired meanwhile.
 	Pauses []Pause
+	// Stalls stall a worker for For inside its first call at or after At
+	// while it holds the stream: it read its clock, then froze, and makes
+	// the call (and the store calls in it) on that stale reading when it
+	// wakes. Its lease may have run out meanwhile: only the store's
+	// fencing stands between it and a stale write.
+	Stalls []Pause
 	// StoreOutages: the store refuses every write inside these windows.
 	StoreOutages []Window
 }
@@ -316,6 +323,9 @@ func (w World) Describe() string {
 	if c := w.Cluster; c.Workers > 0 {
 		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
 			c.Workers, c.LeaseTTL, c.Poll, c.Skews, c.Crashes, c.Pauses, c.StoreOutages)
+		if len(c.Stalls) > 0 {
+			s += fmt.Sprintf(" stalls=%v", c.Stalls)
+		}
 		if c.RenewTTLMin > 0 {
 			s += fmt.Sprintf(" renew-ttl>=%v", c.RenewTTLMin)
 		}
@@ -328,7 +338,7 @@ func (c Cluster) validate(faultsEnd time.Duration) error {
 		return fmt.Errorf("%w: Cluster.%s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
 	}
 	if c.Workers == 0 {
-		if len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.StoreOutages) > 0 {
+		if len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.Stalls)+len(c.StoreOutages) > 0 {
 			return bad("Workers", "is 0 (the single sender), but cluster faults are set")
 		}
 		return nil
@@ -345,9 +355,9 @@ func (c Cluster) validate(faultsEnd time.Duration) error {
 	case len(c.Skews) > c.Workers:
 		return bad("Skews", "has %d entries for %d workers", len(c.Skews), c.Workers)
 	}
-	for _, f := range append(slices.Clone(c.Crashes), c.Pauses...) {
+	for _, f := range slices.Concat(c.Crashes, c.Pauses, c.Stalls) {
 		if f.Worker < Owner || f.Worker >= c.Workers || f.At < 0 || f.At > faultsEnd || f.For <= 0 || f.At+f.For > faultsEnd {
-			return bad("Crashes/Pauses", "%+v must name a worker and lie within [0, FaultsEnd %v]", f, faultsEnd)
+			return bad("Crashes/Pauses/Stalls", "%+v must name a worker and lie within [0, FaultsEnd %v]", f, faultsEnd)
 		}
 	}
 	for _, win := range c.StoreOutages {

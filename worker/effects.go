@@ -112,6 +112,9 @@ const (
 	// ProbeReplied: the answer to probe N (Detail) reached the machine
 	// (Outcome; only OutcomeDelivered counts as healthy).
 	ProbeReplied
+	// Adopted: the machine took over ID (Seq), a record a producer
+	// enqueued after the machine was built.
+	Adopted
 )
 
 var kindNames = [...]string{
@@ -119,11 +122,11 @@ var kindNames = [...]string{
 	LeaseReleased: "lease-released", Rebuilt: "rebuilt", Persisted: "persisted",
 	CircuitChanged: "circuit", Replied: "replied", ReplyDropped: "reply-dropped",
 	StoreFailed: "store-failed", Sent: "sent", Probed: "probed", Purged: "purged", Faulted: "faulted",
-	ProbeReplied: "probe-replied",
+	ProbeReplied: "probe-replied", Adopted: "adopted",
 }
 
 func (k Kind) String() string {
-	if k >= LeaseGranted && k <= ProbeReplied {
+	if k >= LeaseGranted && k <= Adopted {
 		return kindNames[k]
 	}
 	return "Kind(?)"
@@ -141,8 +144,8 @@ type Event struct {
 	Records []machine.Record // Persisted; Rebuilt: what it recovered
 	Circuit machine.Circuit  // CircuitChanged, Rebuilt
 	Outcome channel.Outcome  // Replied
-	ID      string           // Replied, Sent
-	Seq     uint64           // Sent
+	ID      string           // Replied, Sent, Adopted
+	Seq     uint64           // Sent, Adopted
 	Attempt int              // Replied, Sent
 	Op      string           // StoreFailed: the store method
 	Err     error            // StoreFailed, Faulted

@@ -141,7 +141,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 		w.readFailed(st, now, err)
 		return false
 	}
-	m, b, err := machine.Recover(st.cfg, now, recs)
+	m, b, err := machine.Recover(st.cfg, now, plantedRecords(recs, now))
 	if err != nil {
 		// The store holds records no machine could have written: a broken
 		// store. Leave the stream alone rather than act on them.
@@ -176,6 +176,7 @@ func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
 			return w.rebuild(ctx, st, now)
 		}
 		st.lastSeq = max(st.lastSeq, r.Seq)
+		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
 		if !w.step(ctx, st, now, machine.Adopt{At: now, Record: r}) {
 			return false
 		}
@@ -241,7 +242,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 	for _, c := range b.Circuit {
 		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
-	persist, sends, probes := b.Persist, b.Sends, b.Probes
+	persist, sends, probes := plantedPersist(b.Persist), b.Sends, b.Probes
 	if w.draining {
 		for _, s := range sends {
 			if st.unsent == nil {
@@ -252,6 +253,10 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		persist = withoutUnsent(persist, st.unsent)
 		sends, probes = nil, nil
 	}
+	if sendsBeforeSave() {
+		w.handOut(st, sends, probes)
+		sends, probes = nil, nil
+	}
 	if len(persist) > 0 {
 		if err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans)); err != nil {
 			w.saveFailed(st, now, err)
@@ -259,6 +264,14 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		}
 		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
+	w.handOut(st, sends, probes)
+	st.wakeAt = plantedWake(b.WakeAt)
+	return true
+}
+
+// handOut gives the driver a batch's sends and probes, whose attempt and
+// probe numbers are durable by now.
+func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Probe) {
 	for _, s := range sends {
 		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
 		w.out.Sends = append(w.out.Sends, Send{
@@ -276,8 +289,6 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 			Deadline: st.expiresAt, Timeout: st.cfg.ProbeTimeout,
 		})
 	}
-	st.wakeAt = b.WakeAt
-	return true
 }
 
 // updates turns a batch's records into the store's updates, with the

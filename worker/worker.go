@@ -218,7 +218,7 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: fmt.Sprint(r.Probe)})
 		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
 	} else {
-		retryAfter := r.Outcome.RetryAfter
+		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
 		if r.Outcome.Result != machine.OutcomeFailed || retryAfter < 0 {
 			retryAfter = 0 // a hint goes only with a retryable failure
 		}
@@ -385,7 +385,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 		}
 		return
 	}
-	st.cfg = cfg
+	st.cfg = plantedConfig(cfg)
 	st.leased(now, w.cfg)
 	w.streams[l.Stream] = st
 	i, _ := slices.BinarySearchFunc(w.order, l.Stream, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })

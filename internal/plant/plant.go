@@ -30,14 +30,14 @@ type Bug string
 // The catalogue. Each bug's comment says where it lives and which
 // invariant must catch it (see Expected).
 const (
-	// AckBeforePersist: the runtime acknowledges the producer before the
-	// batch's records are durable (sim driver).
+	// AckBeforePersist: the store acknowledges an enqueue it could not
+	// make durable (memstore, during an outage).
 	AckBeforePersist Bug = "ack-before-persist"
-	// SendBeforePersist: the runtime sends before the attempt count is
-	// durable, so a crash could grant a free attempt (sim driver).
+	// SendBeforePersist: the worker hands out sends before the attempt
+	// count is durable, so a failed write grants a free attempt (worker).
 	SendBeforePersist Bug = "send-before-persist"
-	// AcceptNotIdempotent: accepting a known ID makes a new event
-	// (machine).
+	// AcceptNotIdempotent: enqueueing a known ID makes a new event
+	// (memstore).
 	AcceptNotIdempotent Bug = "accept-not-idempotent"
 	// UnboundedRetries: MaxAttempts is ignored; a failing event is
 	// retried until MaxAge (machine).
@@ -58,7 +58,7 @@ const (
 	// included (fake receiver).
 	ReceiverNoDedup Bug = "receiver-no-dedup"
 	// DeadLettersDropped: the store deletes a record when it becomes dead
-	// (fake store).
+	// (memstore).
 	DeadLettersDropped Bug = "dead-letters-dropped"
 	// SkipFencing: the shared store accepts a write from a stale lease
 	// (memstore), so a zombie owner's writes and new sends go through.

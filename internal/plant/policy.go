@@ -1,34 +1,34 @@
 package plant
 
 // The policy catalogue: bugs that break the policy rules of the checker
-// (issue 13) rather than the safety guarantees. Each lives in the
-// simulator's runtime (the driver that feeds the machine, as a real
-// runtime would), in the shared store, or in a fake; none in the machine,
+// (issue 13) rather than the safety guarantees. Each lives in the worker
+// (package worker, the runtime both the simulator and production run),
+// in the shared store (memstore), or in a fake; none in the machine,
 // whose policy they bend from outside, as a careless runtime would.
 const (
 	// RetryAfterIgnored: the runtime drops the receiver's Retry-After hint
-	// before it reaches the machine (sim driver).
+	// before it reaches the machine (worker).
 	RetryAfterIgnored Bug = "retry-after-ignored"
 	// BackoffTooShort: the runtime hands the machine a backoff four times
-	// shorter than the stream's policy (sim driver).
+	// shorter than the stream's policy (worker).
 	BackoffTooShort Bug = "backoff-too-short"
 	// LateTimer: the runtime's timer fires on the whole second after the
-	// machine's WakeAt, so every retry goes out late (sim driver).
+	// machine's WakeAt, so every retry goes out late (worker).
 	LateTimer Bug = "late-timer"
 	// BreakerNeverTrips: the runtime hands the machine a breaker threshold
-	// no streak reaches (sim driver).
+	// no streak reaches (worker).
 	BreakerNeverTrips Bug = "breaker-never-trips"
 	// ParkInMemory: the runtime leaves parked records out of the writes
-	// it persists: the backlog is parked only in memory (sim driver).
+	// it persists: the backlog is parked only in memory (worker).
 	ParkInMemory Bug = "park-in-memory"
 	// RecoveryForgetsOutage: the runtime's loader reads parked records as
-	// pending, so a restarted worker forgets the outage (sim driver).
+	// pending, so a restarted worker forgets the outage (worker).
 	RecoveryForgetsOutage Bug = "recovery-forgets-outage"
 	// RecoveryIgnoresNextAt: the runtime's loader makes every record due
-	// at once, so a restarted worker resends before NextAt (sim driver).
+	// at once, so a restarted worker resends before NextAt (worker).
 	RecoveryIgnoresNextAt Bug = "recovery-ignores-next-at"
 	// AgeOverrun: the runtime hands the machine twice the stream's MaxAge
-	// (sim driver).
+	// (worker).
 	AgeOverrun Bug = "age-overrun"
 	// RenewShrinks: a renewal sets the lease's expiry to now + ttl even
 	// when that is earlier than it was (memstore).
@@ -36,10 +36,6 @@ const (
 	// WriteAfterExpiry: the store accepts a write from the newest lease
 	// after it expired (memstore).
 	WriteAfterExpiry Bug = "write-after-expiry"
-	// RefuseKnownWhenFull: the runtime checks the queue's capacity before
-	// it offers an event to the machine, and so refuses a re-offer of an
-	// acknowledged ID when the queue is full (sim driver).
-	RefuseKnownWhenFull Bug = "refuse-known-when-full"
 	// ProbeHealthyInOutage: the fake channel answers probes healthy during
 	// an outage; its self-check must stop the run (sim fake).
 	ProbeHealthyInOutage Bug = "probe-healthy-in-outage"
@@ -57,7 +53,6 @@ func init() {
 		AgeOverrun:            "age",
 		RenewShrinks:          "leases",
 		WriteAfterExpiry:      "leases",
-		RefuseKnownWhenFull:   "producers",
 		ProbeHealthyInOutage:  "crash",
 	} {
 		Expected[bug] = rule

@@ -106,9 +106,14 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 	defer s.mu.Unlock()
 	now := s.clock()
 	if err := s.checkAvailable("enqueue"); err != nil {
+		if plant.On(plant.AckBeforePersist) {
+			// The planted bug: the producer is told yes before the write,
+			// which the outage then loses.
+			return store.Record{Event: store.Event{Stream: streamName, ID: id, Payload: bytes.Clone(payload), AcceptedAt: now}}, true, nil
+		}
 		return store.Record{}, false, err
 	}
-	if r, ok := s.ids[id]; ok {
+	if r, ok := s.ids[id]; ok && !plant.On(plant.AcceptNotIdempotent) {
 		if r.Stream != streamName {
 			return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, r.Stream)
 		}
@@ -301,8 +306,18 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 			continue // checked equal: a terminal record never changes at all
 		}
 		store.Apply(r, u, now)
+		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
+			s.drop(r) // the planted bug: a dead letter is deleted, not kept
+		}
 	}
 	return nil
+}
+
+// drop deletes a record outright (the planted bug DeadLettersDropped).
+func (s *Store) drop(r *store.Record) {
+	delete(s.ids, r.ID)
+	st := s.streams[r.Stream]
+	st.recs = slices.DeleteFunc(st.recs, func(o *store.Record) bool { return o == r })
 }
 
 // Get implements store.Store.

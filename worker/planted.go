@@ -1,4 +1,4 @@
-package sim
+package worker
 
 import (
 	"slices"
@@ -8,14 +8,14 @@ import (
 	"github.com/courierlab/courier/machine"
 )
 
-// The planted runtime bugs of the policy catalogue: a runtime that hands
-// the machine the wrong config, persists less than its batch, or loads
-// records wrongly. With no bug active each function returns its input.
+// The planted runtime bugs of the simulator's catalogue (internal/plant),
+// in the one place a runtime's bugs can be: here. In a normal build
+// plant.On is a constant false and every function below returns its input
+// unchanged; the hooks fold away. Only a build with the tag plant can
+// switch one on, and only the simulator's catch matrix does.
 
-// machineConfig is the config the runtime hands the machine: the world's
-// policy, which the checker judges against.
-func (s *sim) machineConfig() machine.Config {
-	p := s.w.Policy
+// plantedConfig is the config the worker hands a stream's machine.
+func plantedConfig(p machine.Config) machine.Config {
 	switch {
 	case plant.On(plant.BackoffTooShort):
 		p.BaseBackoff, p.MaxBackoff = max(p.BaseBackoff/4, 1), max(p.MaxBackoff/4, 1)
@@ -27,26 +27,24 @@ func (s *sim) machineConfig() machine.Config {
 	return p
 }
 
-// stepMachine feeds in to w's machine, as the runtime does. Under
-// RefuseKnownWhenFull the runtime checks the queue's capacity itself
-// before an Accept, and so refuses a re-offer of a known ID when full.
-func (s *sim) stepMachine(w *worker, in machine.Input) (machine.Batch, error) {
-	if _, ok := in.(machine.Accept); ok && plant.On(plant.RefuseKnownWhenFull) && w.m.Queued() >= s.w.Policy.MaxQueued {
-		return machine.Batch{}, machine.ErrQueueFull
-	}
-	return w.m.Step(in)
-}
-
-// plantedTimer is when the runtime's timer for a wake-up at fires: at
+// plantedWake is when the worker ticks a machine that asked for at: at
 // once, or under LateTimer on the next whole second after it.
-func plantedTimer(at time.Time) time.Time {
-	if plant.On(plant.LateTimer) {
+func plantedWake(at time.Time) time.Time {
+	if !at.IsZero() && plant.On(plant.LateTimer) {
 		return at.Truncate(time.Second).Add(time.Second)
 	}
 	return at
 }
 
-// plantedPersist is what the runtime writes of a batch's records.
+// plantedRetryAfter is the receiver's hint as the worker passes it on.
+func plantedRetryAfter(d time.Duration) time.Duration {
+	if plant.On(plant.RetryAfterIgnored) {
+		return 0
+	}
+	return d
+}
+
+// plantedPersist is what the worker writes of a batch's records.
 func plantedPersist(recs []machine.Record) []machine.Record {
 	if !plant.On(plant.ParkInMemory) {
 		return recs
@@ -54,7 +52,7 @@ func plantedPersist(recs []machine.Record) []machine.Record {
 	return slices.DeleteFunc(slices.Clone(recs), func(r machine.Record) bool { return r.State == machine.Parked })
 }
 
-// plantedRecords is what the runtime's loader hands Recover.
+// plantedRecords is what the worker's loader hands Recover.
 func plantedRecords(recs []machine.Record, now time.Time) []machine.Record {
 	forget, due := plant.On(plant.RecoveryForgetsOutage), plant.On(plant.RecoveryIgnoresNextAt)
 	if !forget && !due {
@@ -71,3 +69,7 @@ func plantedRecords(recs []machine.Record, now time.Time) []machine.Record {
 	}
 	return out
 }
+
+// sendsBeforeSave reports whether the worker hands out a batch's sends
+// before it saves the batch: SendBeforePersist.
+func sendsBeforeSave() bool { return plant.On(plant.SendBeforePersist) }

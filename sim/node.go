@@ -1,0 +1,538 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/worker"
+)
+
+// The senders of a run are nodes: each runs worker.Worker, the production
+// worker, on the virtual clock. The simulator decides when a node's worker
+// is called (at its Next, when a reply or probe answer comes, when a
+// producer notifies it), performs the sends and probes it hands out on the
+// fake channel, and injects the faults around it: crashes, stalls, clock
+// skew, store outages. It has no claim, renewal, adoption, save or release
+// logic of its own: all of that is the worker's.
+
+// clusterStream is the one stream a run delivers.
+const clusterStream = "s"
+
+// The single sender's lease and poll: it is a cluster of one worker. A
+// restart leaves its lease to expire, so the lease is short.
+const (
+	soloLeaseTTL = 2 * time.Second
+	soloPoll     = 200 * time.Millisecond
+)
+
+// The simulator's calls never time out or get cancelled: the store's own
+// failures are injected with SetUnavailable.
+var bg = context.Background()
+
+// node is one worker process.
+type node struct {
+	name string // w1, w2, ...
+	inc  int    // incarnation, from 1; a crash starts a new one
+	skew time.Duration
+	w    *worker.Worker // nil while down
+	down bool
+
+	// wake names the scheduled call of Advance; older ones are stale.
+	// wakeAt is its instant on the virtual clock, zero if none.
+	wake   int
+	wakeAt time.Time
+
+	frozenUntil time.Time // a stalled node does nothing before this
+	stalled     bool
+}
+
+func (n *node) owner() string {
+	if n.name == "" {
+		return fmt.Sprintf("sender#%d", n.inc)
+	}
+	return fmt.Sprintf("%s#%d", n.name, n.inc)
+}
+
+// clock is the node's reading of the virtual clock, skew included.
+func (n *node) clock(now time.Time) time.Time { return now.Add(n.skew) }
+
+// workers is the cluster a world runs: World.Cluster, or the single
+// sender as a cluster of one.
+func workers(w World) Cluster {
+	if w.Cluster.Workers > 0 {
+		return w.Cluster
+	}
+	return Cluster{Workers: 1, LeaseTTL: soloLeaseTTL, Poll: soloPoll}
+}
+
+// initNodes makes the nodes and the allowances their faults need.
+func (s *sim) initNodes() {
+	c := s.cfg
+	s.store.SetUnavailable(func() bool { return s.inWindows(c.StoreOutages) })
+	for i := range c.Workers {
+		n := &node{name: fmt.Sprintf("w%d", i+1), inc: 1}
+		if s.w.Cluster.Workers == 0 {
+			n.name = "" // the single sender, as the checker knows it
+		}
+		if i < len(c.Skews) {
+			n.skew = c.Skews[i]
+		}
+		s.nodes = append(s.nodes, n)
+	}
+	byAt := func(a, b Pause) int { return cmp.Compare(a.At, b.At) }
+	s.pauses = slices.SortedStableFunc(slices.Values(c.Pauses), byAt)
+	s.stalls = slices.SortedStableFunc(slices.Values(c.Stalls), byAt)
+	// A handover costs up to a lease and two polls; a skewed worker judges
+	// MaxAge and backoff by its own clock; and while crashes and stalls
+	// leave no worker able to act, or the store refuses writes, nobody can
+	// give an expired event up. A restart leaves its lease to expire. A
+	// stalled worker acts on the clock reading it took before the stall.
+	var skew, stall, down time.Duration
+	for _, k := range c.Skews {
+		skew = max(skew, k, -k)
+	}
+	for _, f := range c.Crashes {
+		down += f.For + c.LeaseTTL
+	}
+	for _, p := range c.Pauses {
+		down += p.For
+	}
+	for _, p := range c.Stalls {
+		down += p.For
+		stall = max(stall, p.For)
+	}
+	for _, win := range c.StoreOutages {
+		down += win.To - win.From + c.Poll // nothing can be written, then a poll to notice
+	}
+	r := s.w.Restarts
+	down += time.Duration(len(r.At)+r.Random+r.MaxCrashes) * (c.LeaseTTL + c.Poll)
+	s.run.Slack = c.LeaseTTL + 2*c.Poll + skew + stall + down
+	s.run.Skew = skew + stall
+	s.run.Stall = stall
+	s.run.LivenessBound += s.run.Slack
+}
+
+// startNodes boots every node, its first call staggered so that the
+// workers do not move in lockstep, and schedules the crashes.
+func (s *sim) startNodes() {
+	c := s.cfg
+	for i, n := range s.nodes {
+		first := c.Poll * time.Duration(i) / time.Duration(len(s.nodes))
+		s.q.scheduleChore(Epoch.Add(first), func() { s.boot(n) })
+	}
+	for _, f := range c.Crashes {
+		s.q.schedule(Epoch.Add(f.At), func() { s.crash(s.target(f.Worker), f.For, "crashed") })
+	}
+}
+
+// boot starts a node's current incarnation: a new worker, owning nothing.
+func (s *sim) boot(n *node) {
+	c := s.cfg
+	w, err := worker.New(worker.Config{
+		Owner:       n.owner(),
+		Store:       nodeStore{Store: s.store, s: s, n: n},
+		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
+		MaxStreams:  1,
+		LeaseTTL:    c.LeaseTTL,
+		Poll:        c.Poll,
+		IdleRelease: c.LeaseTTL,
+		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, ev) }),
+	})
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
+	}
+	n.w = w
+	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
+}
+
+// target resolves a WorkerFault's worker: Owner is whoever holds the lease.
+func (s *sim) target(i int) *node {
+	if i != Owner {
+		return s.nodes[i]
+	}
+	for _, n := range s.nodes {
+		if !n.down && n.w != nil && n.w.Owns(clusterStream) {
+			return n
+		}
+	}
+	return s.nodes[0]
+}
+
+// due returns the first of faults (pauses or stalls, by At) due for n
+// now, removing it, if it ends by FaultsEnd. It strikes a node that owns
+// the stream, so that it stalls holding it.
+func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
+	if n.w == nil || !n.w.Owns(clusterStream) {
+		return Pause{}, false
+	}
+	for i, p := range *faults {
+		if s.now.Before(Epoch.Add(p.At)) {
+			break
+		}
+		if p.Worker == Owner || s.nodes[p.Worker] == n {
+			*faults = slices.Delete(*faults, i, i+1)
+			return p, s.now.Add(p.For).Sub(Epoch) <= s.w.FaultsEnd
+		}
+	}
+	return Pause{}, false
+}
+
+// freeze stalls n for d; then, unless it crashed meanwhile, fn runs.
+func (s *sim) freeze(n *node, d time.Duration, fn func()) {
+	n.frozenUntil, n.stalled = s.now.Add(d), true
+	inc := n.inc
+	s.q.schedule(n.frozenUntil, func() {
+		if inc != n.inc || n.down {
+			return // it crashed in its stall
+		}
+		n.stalled = false
+		s.note(n, opWakes)
+		fn()
+	})
+}
+
+// reschedule sets n's next Advance at its worker's Next, unless one is set
+// as early already. Advances are background chores: a run whose store is
+// settled does not wait for them.
+func (s *sim) reschedule(n *node) {
+	if n.w == nil || n.down {
+		return
+	}
+	next := n.w.Next()
+	if next.IsZero() {
+		return
+	}
+	at := next.Add(-n.skew)
+	if at.Before(s.now) {
+		at = s.now
+	}
+	if !n.wakeAt.IsZero() && !at.Before(n.wakeAt) {
+		return
+	}
+	n.wake++
+	token, inc := n.wake, n.inc
+	n.wakeAt = at
+	s.q.scheduleChore(at, func() {
+		if token != n.wake || inc != n.inc || n.down {
+			return // superseded by an earlier wake, or a crash
+		}
+		n.wakeAt = time.Time{}
+		if n.stalled {
+			s.later(n, n.frozenUntil, func() { s.reschedule(n) })
+			return
+		}
+		s.advance(n)
+	})
+}
+
+// advance calls n's worker's Advance. If a pause is due, the node stalls
+// first: it took its clock reading, then froze, and acts on that stale
+// reading when it wakes, as a process paused by a long GC or a frozen VM
+// does. Its lease may have run out meanwhile: the store's fencing is all
+// that stands between it and a stale write.
+func (s *sim) advance(n *node) {
+	at := n.clock(s.now)
+	advance := func() { s.call(n, at, func(at time.Time) worker.Effects { return n.w.Advance(bg, at) }) }
+	if p, ok := s.due(&s.stalls, n); ok {
+		s.note(n, opStall, dur(p.For))
+		s.coverAll(FaultStall)
+		s.freeze(n, p.For, advance)
+		return
+	}
+	advance()
+}
+
+// call makes one call of n's worker at its clock reading at, then
+// performs what it hands out and sets the next Advance. Under
+// Restarts.CrashAfterPersistRate the single sender may crash right after
+// the call, its sends persisted but never made.
+func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
+	inc := n.inc
+	fx := f(at)
+	if inc != n.inc || n.down {
+		return
+	}
+	r := s.w.Restarts
+	if len(fx.Sends) > 0 && s.faulty() && s.stats.Crashes < r.MaxCrashes && chance(s.rRestart, r.CrashAfterPersistRate) {
+		s.stats.Crashes++
+		s.coverAll(FaultCrash)
+		s.crash(n, 0, "crash after persist, before sends")
+		return
+	}
+	sends := fx.Sends[:0]
+	for _, x := range fx.Sends {
+		if at.Before(x.Deadline) {
+			sends = append(sends, x)
+		} else {
+			// The worker's clock says the lease may have run out: a
+			// driver must not start the send.
+			s.note(n, opPastDeadline, str(x.ID), num(x.Attempt.Attempt))
+		}
+	}
+	perform := func() {
+		for _, x := range sends {
+			s.stats.Sends++
+			s.observe(invariants.Entry{Kind: invariants.Sent, Worker: n.name, Token: x.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt.Attempt})
+			s.send(n, x)
+		}
+		for _, p := range fx.Probes {
+			s.stats.Probes++
+			s.probe(n, p)
+		}
+		s.reschedule(n)
+	}
+	if len(sends) == 0 {
+		perform()
+		return
+	}
+	if p, ok := s.due(&s.pauses, n); ok {
+		// A stall between the deadline check and the sends: the worker
+		// wakes as the owner it was and sends, a zombie if its lease
+		// ran out meanwhile.
+		s.note(n, opPause, dur(p.For), num(len(sends)))
+		for _, x := range sends {
+			s.cover(FaultPause, x.ID)
+		}
+		s.freeze(n, p.For, perform)
+		return
+	}
+	perform()
+}
+
+// deliver hands n's worker the outcome of one of its sends or probes.
+func (s *sim) deliver(n *node, r worker.Reply) {
+	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return n.w.Deliver(bg, at, r) })
+}
+
+// later schedules fn for node n at the instant at. When it comes, a node
+// that crashed since does nothing, and a stalled one does it when it wakes.
+func (s *sim) later(n *node, at time.Time, fn func()) {
+	inc := n.inc
+	s.q.schedule(at, func() {
+		switch {
+		case inc != n.inc || n.down:
+			return
+		case n.stalled:
+			// Queued behind the stall: the interrupted call, scheduled at
+			// frozenUntil first, must finish before anything else.
+			s.later(n, n.frozenUntil, fn)
+			return
+		}
+		fn()
+	})
+}
+
+// crash kills node n: its worker and its memory are gone, its lease left
+// to expire. It comes back after down as a new incarnation.
+func (s *sim) crash(n *node, down time.Duration, why string) {
+	if n.down {
+		s.note(n, opAlreadyDown)
+		return
+	}
+	s.stats.Restarts++
+	s.coverAll(FaultWorkerCrash)
+	s.note(n, opCrash, dur(down))
+	s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
+	n.down, n.w = true, nil
+	n.inc++
+	n.wake++
+	n.wakeAt = time.Time{}
+	n.frozenUntil, n.stalled = time.Time{}, false
+	s.q.schedule(s.now.Add(down), func() {
+		n.down = false
+		s.note(n, opComesBack, str(n.name), num(n.inc))
+		s.boot(n)
+	})
+}
+
+// observed turns a worker's event into trace lines and the checker's
+// observations.
+func (s *sim) observed(n *node, ev worker.Event) {
+	e := invariants.Entry{Worker: n.name, Token: ev.Token, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt}
+	switch ev.Kind {
+	case worker.Persisted:
+		for i := range ev.Records {
+			s.persisted(n, ev.Token, &ev.Records[i])
+		}
+		return
+	case worker.Sent:
+		// Observed when the send leaves (call), which a stall may delay.
+		s.note(n, opSend, str(ev.ID), num(ev.Attempt), unum(ev.Seq))
+		return
+	case worker.Probed:
+		probe, _ := strconv.ParseUint(ev.Detail, 10, 64)
+		s.note(n, opProbe, unum(probe))
+		e.Kind, e.Token, e.Detail = invariants.Probed, 0, ev.Detail
+	case worker.Replied:
+		e.Kind, e.Token, e.RetryAfter, e.Detail = invariants.Replied, 0, ev.Outcome.RetryAfter, ev.Outcome.Result.String()
+	case worker.ProbeReplied:
+		e.Kind, e.Token, e.Detail = invariants.ProbeReplied, 0, "unhealthy"
+		if ev.Outcome.Result == machine.OutcomeDelivered {
+			e.Detail = "healthy"
+		}
+		e.Attempt, _ = strconv.Atoi(ev.Detail)
+	case worker.CircuitChanged:
+		s.note(n, opCircuitTo, str(ev.Circuit.String()))
+		if ev.Circuit == machine.Open {
+			s.stats.CircuitOpenings++
+		}
+		e.Kind, e.Token, e.Circuit = invariants.CircuitChanged, 0, ev.Circuit
+	case worker.Rebuilt:
+		s.note(n, opRecovers, num(len(ev.Records)), str(ev.Circuit.String()))
+		s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: "took over the stream"})
+		e.Kind, e.Token, e.Circuit = invariants.CircuitChanged, 0, ev.Circuit
+	case worker.Adopted:
+		e.Kind, e.Token = invariants.Adopted, 0
+	case worker.LeaseLost:
+		s.note(n, opLoses, str(ev.Detail))
+		s.stats.LeasesLost++
+		return
+	case worker.LeaseReleased:
+		s.note(n, opReleases)
+		return
+	case worker.ReplyDropped:
+		s.note(n, opReplyNoOwner, str(ev.ID), num(ev.Attempt), str(ev.Outcome.Result.String()))
+		return
+	case worker.StoreFailed:
+		s.storeFailed(n, ev)
+		return
+	case worker.Faulted:
+		s.note(n, opFaulted, str(ev.Err.Error()))
+		return
+	default:
+		return // grants and renewals are logged by the store (nodeStore)
+	}
+	s.observe(e)
+}
+
+// storeFailed notes a store call the worker saw fail. The simulator's
+// store fails only as injected (unavailable) or as the contract says
+// (a stale lease, an invalid write); anything else is a bug.
+func (s *sim) storeFailed(n *node, ev worker.Event) {
+	switch {
+	case errors.Is(ev.Err, store.ErrInvalidWrite):
+		s.note(n, opWriteRejected, str(ev.Err.Error()))
+		s.observe(invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
+	case errors.Is(ev.Err, store.ErrUnavailable):
+		s.note(n, opStoreRefusal, str(ev.Op))
+		s.coverAll(FaultStoreRefusal)
+	default:
+		panic(fmt.Sprintf("sim: seed %d: %s %s: unexpected store error: %v", s.seed, n.name, ev.Op, ev.Err))
+	}
+}
+
+// persisted logs a record the store has made durable.
+func (s *sim) persisted(n *node, token uint64, r *machine.Record) {
+	name, o := "store", opStorePersist
+	if n != nil {
+		name, o = n.name, opPersist
+	}
+	s.note(n, o, record(r))
+	s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: name, Token: token, ID: r.ID, Seq: r.Seq, Record: *r})
+	if r.State.Terminal() {
+		s.lastSettle = s.now
+	}
+	if by := r.AcceptedAt.Add(s.settleWithin()); s.w.MaxDuration == 0 && by.After(s.end) {
+		s.end = by
+	}
+}
+
+// nodeStore is the store as one node's worker sees it: the shared store,
+// with its grants and renewals logged for the checker, and its refusals
+// of stale leases counted.
+type nodeStore struct {
+	store.Store
+	s *sim
+	n *node
+}
+
+func (ns nodeStore) fenced(err error) error {
+	if errors.Is(err, store.ErrStaleLease) {
+		ns.s.stats.FencedWrites++
+	}
+	return err
+}
+
+func (ns nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
+	ls, err := ns.Store.ClaimDue(ctx, owner, ttl, limit)
+	for _, l := range ls {
+		s := ns.s
+		s.newestToken = max(s.newestToken, l.Token)
+		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
+		s.observe(invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
+	}
+	return ls, err
+}
+
+// Renew logs the renewal. Under Cluster.RenewTTLMin the lease is renewed
+// a second time at once with a shorter ttl drawn in [RenewTTLMin,
+// LeaseTTL], as a retried renewal might be: a store must not let it
+// shorten the lease.
+func (ns nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	s := ns.s
+	nl, err := ns.Store.Renew(ctx, l, ttl)
+	if err != nil {
+		return nl, ns.fenced(err)
+	}
+	s.observe(invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: nl.Token, Until: nl.Expires, Detail: ns.n.owner()})
+	if min := s.cfg.RenewTTLMin; min > 0 {
+		again, err := ns.Store.Renew(ctx, nl, between(s.rLease, min, ttl))
+		if err == nil {
+			s.observe(invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: again.Token, Until: again.Expires, Detail: ns.n.owner()})
+		}
+	}
+	return nl, nil
+}
+
+func (ns nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
+	return ns.fenced(ns.Store.Save(ctx, l, ups))
+}
+
+func (ns nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
+	recs, err := ns.Store.Pending(ctx, l, after, limit)
+	return recs, ns.fenced(err)
+}
+
+// enqueue is a producer's offer: straight into the store, which
+// acknowledges it once durable. The first node is the producer's host: it
+// is notified, as a local producer's worker is (courier.Service.Publish).
+func (s *sim) enqueue(id string, payload []byte) {
+	stored, created, err := s.store.Enqueue(bg, clusterStream, id, payload)
+	rec := stored.Machine()
+	if err != nil {
+		if !errors.Is(err, store.ErrUnavailable) {
+			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
+		}
+		s.note(nil, opEnqueueRefused, str(id))
+		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
+		s.cover(FaultStoreRefusal, id)
+		return
+	}
+	if created {
+		s.persisted(nil, 0, &rec)
+		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
+	} else {
+		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
+		s.stats.DuplicateAcks++
+	}
+	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
+	s.acked[id] = true
+	if n := s.nodes[0]; !n.down && n.w != nil {
+		n.w.Notify(clusterStream)
+		s.reschedule(n)
+	}
+}
+
+// reply builds a send's outcome as the channel reports it.
+func reply(x worker.Send, o machine.Outcome, retryAfter time.Duration) worker.Reply {
+	return x.Reply(channel.Outcome{Result: o, RetryAfter: retryAfter})
+}
