@@ -96,6 +96,7 @@ func Swarm(seed uint64) sim.World {
 	drawRegions(r, &w, dur, coin)
 	if coin(0.4) {
 		drawCluster(r, &w, dur)
+		drawStreams(r, &w, coin)
 		return w
 	}
 	w.Restarts.Random = r.IntN(5)
@@ -103,7 +104,26 @@ func Swarm(seed uint64) sim.World {
 		w.Restarts.CrashAfterPersistRate = rate(0.2)
 		w.Restarts.MaxCrashes = 1 + r.IntN(4)
 	}
+	drawStreams(r, &w, coin)
 	return w
+}
+
+// drawStreams, half the time, gives a cluster's workers room for 1 to 50
+// streams each and spreads the workload over 1 to 50 streams, each judged
+// on its own. The streams fit in the workers' room together: a worker does
+// not rotate the streams it owns, so a stream that finds no room waits
+// until an owned one falls idle, and nobody can give its events up on time
+// meanwhile (README: Running many streams).
+func drawStreams(r *rand.Rand, w *sim.World, coin func(float64) bool) {
+	if !coin(0.5) {
+		return
+	}
+	room := 50
+	if c := &w.Cluster; c.Workers > 0 {
+		c.MaxStreams = 1 + r.IntN(50)
+		room = min(room, c.Workers*c.MaxStreams)
+	}
+	w.Streams = 1 + r.IntN(room)
 }
 
 // drawCluster turns the sender into 2 or 3 workers sharing one store, with

@@ -13,7 +13,7 @@ type receiver struct {
 	stubborn map[string]int // deliveries still to fail
 	applied  map[string]int
 	order    []string
-	lastSeq  uint64
+	lastSeq  map[int]uint64 // by stream: sequences are per stream
 	dups     int
 	fenced   int
 }
@@ -30,7 +30,7 @@ const (
 )
 
 func newReceiver(cfg Receiver) *receiver {
-	r := &receiver{cfg: cfg, poison: map[string]bool{}, stubborn: map[string]int{}, applied: map[string]int{}}
+	r := &receiver{cfg: cfg, poison: map[string]bool{}, stubborn: map[string]int{}, applied: map[string]int{}, lastSeq: map[int]uint64{}}
 	for _, id := range cfg.Poison {
 		r.poison[id] = true
 	}
@@ -40,7 +40,7 @@ func newReceiver(cfg Receiver) *receiver {
 	return r
 }
 
-func (r *receiver) deliver(id string, seq uint64) verdict {
+func (r *receiver) deliver(stream int, id string, seq uint64) verdict {
 	switch {
 	case r.poison[id]:
 		return rejectedPoison
@@ -50,13 +50,13 @@ func (r *receiver) deliver(id string, seq uint64) verdict {
 	case r.applied[id] > 0 && !plant.On(plant.ReceiverNoDedup):
 		r.dups++
 		return duplicate
-	case r.cfg.Fence && seq <= r.lastSeq:
+	case r.cfg.Fence && seq <= r.lastSeq[stream]:
 		r.fenced++
 		return fenced
 	}
 	r.applied[id]++
 	r.order = append(r.order, id)
-	r.lastSeq = max(r.lastSeq, seq)
+	r.lastSeq[stream] = max(r.lastSeq[stream], seq)
 	return applied
 }
 

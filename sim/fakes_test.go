@@ -130,7 +130,7 @@ func TestReceiver(t *testing.T) {
 			r := newReceiver(tt.cfg)
 			var g got
 			for _, d := range tt.deliveries {
-				v := r.deliver(d.id, d.seq)
+				v := r.deliver(0, d.id, d.seq)
 				g.Verdicts = append(g.Verdicts, v.String())
 			}
 			g.Order, g.Applied, g.Dups, g.Fenced = r.order, r.applied, r.dups, r.fenced

@@ -24,9 +24,6 @@ import (
 // skew, store outages. It has no claim, renewal, adoption, save or release
 // logic of its own: all of that is the worker's.
 
-// clusterStream is the one stream a run delivers.
-const clusterStream = "s"
-
 // The single sender's lease and poll: it is a cluster of one worker. A
 // restart leaves its lease to expire, so the lease is short.
 const (
@@ -115,10 +112,13 @@ func (s *sim) initNodes() {
 	}
 	r := s.w.Restarts
 	down += time.Duration(len(r.At)+r.Random+r.MaxCrashes) * (c.LeaseTTL + c.Poll)
-	s.run.Slack = c.LeaseTTL + 2*c.Poll + skew + stall + down
-	s.run.Skew = skew + stall
-	s.run.Stall = stall
-	s.run.LivenessBound += s.run.Slack
+	for i := range s.runs {
+		r := &s.runs[i]
+		r.Slack = c.LeaseTTL + 2*c.Poll + skew + stall + down
+		r.Skew = skew + stall
+		r.Stall = stall
+		r.LivenessBound += r.Slack
+	}
 }
 
 // startNodes boots every node, its first call staggered so that the
@@ -141,7 +141,7 @@ func (s *sim) boot(n *node) {
 		Owner:       n.owner(),
 		Store:       nodeStore{Store: s.store, s: s, n: n},
 		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
-		MaxStreams:  1,
+		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
@@ -154,13 +154,34 @@ func (s *sim) boot(n *node) {
 	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
 }
 
-// target resolves a WorkerFault's worker: Owner is whoever holds the lease.
+// maxStreams is how many streams one worker owns at once.
+func (s *sim) maxStreams() int {
+	if s.cfg.MaxStreams > 0 {
+		return s.cfg.MaxStreams
+	}
+	return len(s.streams)
+}
+
+// holds reports whether n's worker owns a stream: the first one when
+// first is set, any one otherwise.
+func (s *sim) holds(n *node, first bool) bool {
+	if n.down || n.w == nil {
+		return false
+	}
+	if first || len(s.streams) == 1 {
+		return n.w.Owns(s.streams[0])
+	}
+	return len(n.w.Streams()) > 0
+}
+
+// target resolves a WorkerFault's worker: Owner is whoever holds the first
+// stream's lease.
 func (s *sim) target(i int) *node {
 	if i != Owner {
 		return s.nodes[i]
 	}
 	for _, n := range s.nodes {
-		if !n.down && n.w != nil && n.w.Owns(clusterStream) {
+		if s.holds(n, true) {
 			return n
 		}
 	}
@@ -169,9 +190,9 @@ func (s *sim) target(i int) *node {
 
 // due returns the first of faults (pauses or stalls, by At) due for n
 // now, removing it, if it ends by FaultsEnd. It strikes a node that owns
-// the stream, so that it stalls holding it.
+// a stream, so that it stalls holding it.
 func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
-	if n.w == nil || !n.w.Owns(clusterStream) {
+	if len(*faults) == 0 || !s.holds(n, false) {
 		return Pause{}, false
 	}
 	for i, p := range *faults {
@@ -341,7 +362,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	s.stats.Restarts++
 	s.coverAll(FaultWorkerCrash)
 	s.note(n, opCrash, dur(down))
-	s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
+	s.observeAll(invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
 	n.down, n.w = true, nil
 	n.inc++
 	n.wake++
@@ -388,7 +409,7 @@ func (s *sim) observed(n *node, ev worker.Event) {
 		e.Kind, e.Token, e.Circuit = invariants.CircuitChanged, 0, ev.Circuit
 	case worker.Rebuilt:
 		s.note(n, opRecovers, num(len(ev.Records)), str(ev.Circuit.String()))
-		s.observe(invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: "took over the stream"})
+		s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: "took over the stream"})
 		e.Kind, e.Token, e.Circuit = invariants.CircuitChanged, 0, ev.Circuit
 	case worker.Adopted:
 		e.Kind, e.Token = invariants.Adopted, 0
@@ -411,7 +432,7 @@ func (s *sim) observed(n *node, ev worker.Event) {
 	default:
 		return // grants and renewals are logged by the store (nodeStore)
 	}
-	s.observe(e)
+	s.observeIn(s.streamIndex(ev.Stream), e)
 }
 
 // storeFailed notes a store call the worker saw fail. The simulator's
@@ -421,7 +442,7 @@ func (s *sim) storeFailed(n *node, ev worker.Event) {
 	switch {
 	case errors.Is(ev.Err, store.ErrInvalidWrite):
 		s.note(n, opWriteRejected, str(ev.Err.Error()))
-		s.observe(invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
+		s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
 	case errors.Is(ev.Err, store.ErrUnavailable):
 		s.note(n, opStoreRefusal, str(ev.Op))
 		s.coverAll(FaultStoreRefusal)
@@ -432,6 +453,7 @@ func (s *sim) storeFailed(n *node, ev worker.Event) {
 
 // persisted logs a record the store has made durable.
 func (s *sim) persisted(n *node, token uint64, r *machine.Record) {
+	s.writes++
 	name, o := "store", opStorePersist
 	if n != nil {
 		name, o = n.name, opPersist
@@ -468,7 +490,7 @@ func (ns nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duratio
 		s := ns.s
 		s.newestToken = max(s.newestToken, l.Token)
 		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
-		s.observe(invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
+		s.observeIn(s.streamIndex(l.Stream), invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
 	}
 	return ls, err
 }
@@ -483,11 +505,12 @@ func (ns nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration)
 	if err != nil {
 		return nl, ns.fenced(err)
 	}
-	s.observe(invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: nl.Token, Until: nl.Expires, Detail: ns.n.owner()})
+	i := s.streamIndex(l.Stream)
+	s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: nl.Token, Until: nl.Expires, Detail: ns.n.owner()})
 	if min := s.cfg.RenewTTLMin; min > 0 {
 		again, err := ns.Store.Renew(ctx, nl, between(s.rLease, min, ttl))
 		if err == nil {
-			s.observe(invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: again.Token, Until: again.Expires, Detail: ns.n.owner()})
+			s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: again.Token, Until: again.Expires, Detail: ns.n.owner()})
 		}
 	}
 	return nl, nil
@@ -506,7 +529,8 @@ func (ns nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, li
 // acknowledges it once durable. The first node is the producer's host: it
 // is notified, as a local producer's worker is (courier.Service.Publish).
 func (s *sim) enqueue(id string, payload []byte) {
-	stored, created, err := s.store.Enqueue(bg, clusterStream, id, payload)
+	stream := s.streams[s.streamOf[id]]
+	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
 	rec := stored.Machine()
 	if err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
@@ -527,7 +551,7 @@ func (s *sim) enqueue(id string, payload []byte) {
 	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
 	s.acked[id] = true
 	if n := s.nodes[0]; !n.down && n.w != nil {
-		n.w.Notify(clusterStream)
+		n.w.Notify(stream)
 		s.reschedule(n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/courierlab/courier/channel"
@@ -38,8 +39,11 @@ type Result struct {
 	// 16 hex digits: same seed and world, same hash, on any platform.
 	Trace []string
 	Hash  string
-	// Run is the observation log the checker judged.
+	// Runs are the observation logs the checker judged, one per stream
+	// (World.Streams), in stream order; Run is the first. Violations are
+	// every stream's, in stream order.
 	Run        invariants.Run
+	Runs       []invariants.Run
 	Violations []invariants.Violation
 	Stats      Stats
 }
@@ -108,17 +112,25 @@ type sim struct {
 	answered   map[attemptKey]bool // the sender already has an outcome
 	firstOffer time.Time
 	lastSettle time.Time
+	// writes counts the store's writes; settledAt is the count when
+	// settled last looked (-1: never), and wasSettled what it saw.
+	writes, settledAt int
+	wasSettled        bool
 	// end is when the run stops if it has not settled: with no
 	// MaxDuration, one MaxAge, AttemptTimeout and a minute after the
 	// latest acceptance (backpressure can delay acceptances), by which
 	// every event must be terminal.
 	end time.Time
 
-	run   invariants.Run
-	trace []string  // the text of every line, with Options.Trace
-	hash  hash.Hash // of the encoded lines (trace.go)
-	enc   []byte    // encoded lines not yet fed to hash
-	stats Stats
+	// streams are the streams' names; runs their observation logs, by
+	// index. streamOf gives each event's stream index.
+	streams  []string
+	runs     []invariants.Run
+	streamOf map[string]int
+	trace    []string  // the text of every line, with Options.Trace
+	hash     hash.Hash // of the encoded lines (trace.go)
+	enc      []byte    // encoded lines not yet fed to hash
+	stats    Stats
 }
 
 // attemptKey names one attempt of one incarnation of a node.
@@ -140,22 +152,12 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rLease:    stream(seed, "lease"),
 		acked:     map[string]bool{},
 		answered:  map[attemptKey]bool{},
+		settledAt: -1,
 		hash:      sha256.New(),
 		enc:       make([]byte, 0, traceFlushBytes+256),
 	}
 	s.store = memstore.New(func() time.Time { return s.now })
-	// The log is the run's largest allocation: size it for the usual
-	// eight to ten entries per event (persist, ack, persist the attempt,
-	// send, apply, reply, persist the outcome; parking and faults add
-	// some), so that a long run does not copy it as it grows.
-	s.run.Entries = make([]invariants.Entry, 0, 10*w.Events+64)
-	s.run.Policy = w.Policy
-	s.run.ReceiverFences = w.Receiver.Fence
-	if w.FaultsEnd > 0 {
-		s.run.HealedAt = Epoch.Add(w.FaultsEnd)
-	}
-	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
-	s.run.LivenessBound = invariants.LivenessBound(w.Policy, w.Events, poison, w.Channel.LatencyMax)
+	s.initStreams()
 	s.initNodes()
 	return s
 }
@@ -168,9 +170,70 @@ func (s *sim) settleWithin() time.Duration {
 
 func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
 
-func (s *sim) observe(e invariants.Entry) {
+// initStreams names the streams, spreads the workload over them (event i
+// goes to stream i mod Streams) and starts each stream's log.
+func (s *sim) initStreams() {
+	w := s.w
+	n := max(w.Streams, 1)
+	s.streamOf = make(map[string]int, w.Events)
+	for i := range w.Events {
+		s.streamOf[EventID(i)] = i % n
+	}
+	s.streams = make([]string, n)
+	s.runs = make([]invariants.Run, n)
+	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
+	for i := range s.runs {
+		s.streams[i] = StreamName(i, n)
+		r := &s.runs[i]
+		// The log is the run's largest allocation: size it for the usual
+		// eight to ten entries per event (persist, ack, persist the
+		// attempt, send, apply, reply, persist the outcome; parking and
+		// faults add some), so that a long run does not copy it as it
+		// grows.
+		r.Entries = make([]invariants.Entry, 0, 10*w.Events/n+64)
+		r.Policy = w.Policy
+		r.ReceiverFences = w.Receiver.Fence
+		if w.FaultsEnd > 0 {
+			r.HealedAt = Epoch.Add(w.FaultsEnd)
+		}
+		// Every stream is held to the bound of the whole workload: with
+		// MaxStreams below Streams, a stream may wait while the workers'
+		// slots serve the others.
+		r.LivenessBound = invariants.LivenessBound(w.Policy, w.Events, poison, w.Channel.LatencyMax)
+	}
+}
+
+// StreamName is the name of stream i of n: "s" when there is one.
+func StreamName(i, n int) string {
+	if n <= 1 {
+		return "s"
+	}
+	return fmt.Sprintf("s%02d", i+1)
+}
+
+// stream returns the index of the stream named name.
+func (s *sim) streamIndex(name string) int {
+	if len(s.streams) == 1 {
+		return 0
+	}
+	i, _ := strconv.Atoi(strings.TrimPrefix(name, "s"))
+	return i - 1
+}
+
+// observe logs e, which names an event, in its stream's log.
+func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf[e.ID], e) }
+
+// observeIn logs e in the log of stream i.
+func (s *sim) observeIn(i int, e invariants.Entry) {
 	e.At = s.now
-	s.run.Add(e)
+	s.runs[i].Add(e)
+}
+
+// observeAll logs e, which concerns every stream, in every log.
+func (s *sim) observeAll(e invariants.Entry) {
+	for i := range s.runs {
+		s.observeIn(i, e)
+	}
 }
 
 func (s *sim) simulate() error {
@@ -226,25 +289,42 @@ func (s *sim) simulate() error {
 		s.now = h.at
 		h.do()
 	}
-	s.run.Finished = true
-	s.run.Final = s.allRecords()
+	for i := range s.runs {
+		s.runs[i].Finished = true
+		s.runs[i].Final = s.store.Records(s.streams[i])
+	}
 	s.note(nil, opEnd)
 	return nil
 }
 
-// settled reports whether every record in the store is terminal.
+// settled reports whether every record in the store is terminal. The
+// answer is kept until the store is written again: with only chores left,
+// the loop asks at every one of them.
 func (s *sim) settled() bool {
+	if s.settledAt == s.writes {
+		return s.wasSettled
+	}
+	s.settledAt, s.wasSettled = s.writes, true
 	for _, r := range s.allRecords() {
 		if !r.State.Terminal() {
-			return false
+			s.wasSettled = false
+			break
 		}
 	}
-	return true
+	return s.wasSettled
 }
 
-// allRecords is the store's content, in acceptance order.
+// allRecords is the store's content, stream by stream, each in acceptance
+// order.
 func (s *sim) allRecords() []machine.Record {
-	return s.store.Records(clusterStream)
+	if len(s.streams) == 1 {
+		return s.store.Records(s.streams[0])
+	}
+	var all []machine.Record
+	for _, name := range s.streams {
+		all = append(all, s.store.Records(name)...)
+	}
+	return all
 }
 
 // offer is the producer offering event id; copy counts its offers.
@@ -336,7 +416,7 @@ func (s *sim) send(n *node, x worker.Send) {
 		if late {
 			s.cover(FaultLate, x.ID)
 		}
-		v := s.recv.deliver(x.ID, x.Seq)
+		v := s.recv.deliver(s.streamOf[x.ID], x.ID, x.Seq)
 		switch v {
 		case rejectedPoison:
 			s.cover(FaultPoison, x.ID)
@@ -400,19 +480,22 @@ func (s *sim) probe(n *node, p worker.Probe) {
 
 func (s *sim) result() Result {
 	st := s.stats
-	final := s.run.Final
+	var final []machine.Record
 	sends := map[string]int{}
-	var newest uint64
-	for _, e := range s.run.Entries {
-		switch e.Kind {
-		case invariants.Sent:
-			sends[e.ID]++
-			if e.Token < newest {
-				st.ZombieSends++
+	for _, run := range s.runs {
+		final = append(final, run.Final...)
+		var newest uint64 // tokens are per stream
+		for _, e := range run.Entries {
+			switch e.Kind {
+			case invariants.Sent:
+				sends[e.ID]++
+				if e.Token < newest {
+					st.ZombieSends++
+				}
+			case invariants.LeaseGranted:
+				newest = max(newest, e.Token)
+				st.LeaseGrants++
 			}
-		case invariants.LeaseGranted:
-			newest = max(newest, e.Token)
-			st.LeaseGrants++
 		}
 	}
 	finalByID := make(map[string]machine.Record, len(final))
@@ -449,10 +532,20 @@ func (s *sim) result() Result {
 		World:      s.w,
 		Trace:      s.trace,
 		Hash:       s.traceHash(),
-		Run:        s.run,
-		Violations: invariants.Check(s.run),
+		Run:        s.runs[0],
+		Runs:       s.runs,
+		Violations: s.check(),
 		Stats:      st,
 	}
+}
+
+// check judges every stream's log, in stream order.
+func (s *sim) check() []invariants.Violation {
+	var out []invariants.Violation
+	for _, run := range s.runs {
+		out = append(out, invariants.Check(run)...)
+	}
+	return out
 }
 
 // Add folds o into s, for totals over many runs: counts add up; MaxSends,

@@ -22,6 +22,11 @@ type World struct {
 	Events       int
 	Interarrival time.Duration
 
+	// Streams spreads the events over this many streams (event i goes to
+	// stream i mod Streams), each delivered and judged on its own; 0 or 1
+	// is one stream.
+	Streams int
+
 	Producer Producer
 	Channel  Channel
 	Receiver Receiver
@@ -120,6 +125,9 @@ type Stubborn struct {
 type Cluster struct {
 	// Workers is how many workers there are; 0 means the single sender.
 	Workers int
+	// MaxStreams is the most streams one worker owns at once; 0 means all
+	// of them (the single sender owns all of them).
+	MaxStreams int
 	// LeaseTTL is the lease a worker asks for; Poll is how often it polls
 	// (claims, renews, adopts). Poll must be under LeaseTTL/2, so a live
 	// worker renews in time.
@@ -196,6 +204,10 @@ func (w World) Validate() error {
 	switch {
 	case w.Events < 1 || w.Events > 100_000:
 		return bad("Events", "is %d; must be within 1..100000", w.Events)
+	case w.Streams < 0 || w.Streams > 100:
+		return bad("Streams", "is %d; must be within 0..100", w.Streams)
+	case w.Cluster.MaxStreams < 0:
+		return bad("Cluster.MaxStreams", "is %d; must not be negative", w.Cluster.MaxStreams)
 	case w.Interarrival < 0:
 		return bad("Interarrival", "is %v; must not be negative", w.Interarrival)
 	case w.Producer.AckTimeout <= 0:
@@ -274,7 +286,11 @@ func (w World) Describe() string {
 	if p.Ordering == machine.Independent {
 		order += fmt.Sprintf("/window=%d", p.Window)
 	}
-	s := fmt.Sprintf("%s events=%d every~%v attempts=%d backoff=%v..%v jitter=%d%% timeout=%v breaker=%d probes=%v..%v max-age=%v",
+	s := ""
+	if w.Streams > 1 {
+		s = fmt.Sprintf("streams=%d ", w.Streams)
+	}
+	s += fmt.Sprintf("%s events=%d every~%v attempts=%d backoff=%v..%v jitter=%d%% timeout=%v breaker=%d probes=%v..%v max-age=%v",
 		order, w.Events, w.Interarrival, p.MaxAttempts, p.BaseBackoff, p.MaxBackoff, p.JitterPercent,
 		p.AttemptTimeout, p.BreakerThreshold, p.ProbeBaseInterval, p.ProbeMaxInterval, p.MaxAge)
 	s += fmt.Sprintf(" max-retry-after=%v", p.MaxRetryAfter)
@@ -326,6 +342,9 @@ func (w World) Describe() string {
 		if len(c.Stalls) > 0 {
 			s += fmt.Sprintf(" stalls=%v", c.Stalls)
 		}
+		if c.MaxStreams > 0 {
+			s += fmt.Sprintf(" max-streams=%d", c.MaxStreams)
+		}
 		if c.RenewTTLMin > 0 {
 			s += fmt.Sprintf(" renew-ttl>=%v", c.RenewTTLMin)
 		}
@@ -338,7 +357,7 @@ func (c Cluster) validate(faultsEnd time.Duration) error {
 		return fmt.Errorf("%w: Cluster.%s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
 	}
 	if c.Workers == 0 {
-		if len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.Stalls)+len(c.StoreOutages) > 0 {
+		if c.MaxStreams > 0 || len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.Stalls)+len(c.StoreOutages) > 0 {
 			return bad("Workers", "is 0 (the single sender), but cluster faults are set")
 		}
 		return nil

@@ -155,14 +155,14 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 	for _, r := range recs {
 		st.lastSeq = max(st.lastSeq, r.Seq)
 	}
-	st.adoptAt = now.Add(w.cfg.Poll)
+	st.adoptAt = w.nextPoll(now)
 	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
 	return w.execute(ctx, st, now, b)
 }
 
 // adopt hands the machine the records enqueued since it last looked.
 func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
-	st.adoptAt = now.Add(w.cfg.Poll)
+	st.adoptAt = w.nextPoll(now)
 	recs, err := w.pending(ctx, st, st.lastSeq)
 	if err != nil {
 		return w.readFailed(st, now, err) && st.m != nil
@@ -292,14 +292,18 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 }
 
 // updates turns a batch's records into the store's updates, with the
-// answered attempt's outcome on its record.
+// answered attempt's outcome on its record when it answers the record's
+// latest attempt. A late reply to an earlier attempt (one the machine
+// timed out and tried again) may still settle the event, but its outcome
+// is not kept: the store keeps the latest attempt's outcome, and an older
+// one must not replace it (store.CheckUpdate refuses that write).
 func updates(persist []machine.Record, ans *answer) []store.Update {
 	ups := store.UpdatesOf(persist)
 	if ans == nil {
 		return ups
 	}
 	for i := range ups {
-		if ups[i].ID == ans.id && ans.outcome.Attempt <= ups[i].Attempts {
+		if ups[i].ID == ans.id && ans.outcome.Attempt == ups[i].Attempts {
 			ups[i].Outcome = &ans.outcome
 		}
 	}

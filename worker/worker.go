@@ -139,6 +139,7 @@ type Worker struct {
 	purgeAt  time.Time
 	gen      uint64
 	now      time.Time
+	origin   time.Time // the first clock reading: the poll grid's origin
 	draining bool
 	out      Effects
 }
@@ -158,11 +159,24 @@ func (w *Worker) Config() Config { return w.cfg }
 // clock takes the driver's reading, never letting it go backwards: a wall
 // clock stepped back must not make the machines refuse their inputs.
 func (w *Worker) clock(now time.Time) time.Time {
+	if w.origin.IsZero() {
+		w.origin = now
+	}
 	if now.Before(w.now) {
 		return w.now
 	}
 	w.now = now
 	return now
+}
+
+// nextPoll is the first instant after now on the grid of Polls from the
+// worker's first clock reading. Every poll of the worker (claims, and
+// each owned stream's look for new records) falls on that grid, so one
+// Advance serves them all, however many streams the worker owns and
+// whenever it took them over; each still comes within one Poll.
+func (w *Worker) nextPoll(now time.Time) time.Time {
+	n := now.Sub(w.origin)/w.cfg.Poll + 1
+	return w.origin.Add(n * w.cfg.Poll)
 }
 
 func (w *Worker) observe(e Event) {
@@ -334,7 +348,7 @@ func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 
 // claim asks the store for due streams, as many as there is room for.
 func (w *Worker) claim(ctx context.Context, now time.Time) {
-	w.claimAt = now.Add(w.cfg.Poll)
+	w.claimAt = w.nextPoll(now)
 	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
 	if err != nil {
 		// A claim whose reply was lost may have granted leases this worker
@@ -408,9 +422,14 @@ func (w *Worker) lose(st *stream, why string) {
 
 // release gives the stream back.
 func (w *Worker) release(ctx context.Context, st *stream, why string) {
-	if err := w.cfg.Store.Release(ctx, st.lease); err != nil {
+	err := w.cfg.Store.Release(ctx, st.lease)
+	switch {
+	case errors.Is(err, store.ErrStaleLease):
+		w.lose(st, "release refused: "+err.Error()) // it was lost already
+		return
+	case err != nil:
 		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})
-	} else {
+	default:
 		w.observe(Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
 	}
 	w.forget(st)

@@ -421,6 +421,28 @@ func TestLastOutcomeKeptWithTheRecord(t *testing.T) {
 	}
 }
 
+// A reply to an earlier attempt (one the machine timed out and tried
+// again) is stale, but the batch of the step it arrives in may start the
+// next attempt: the stale outcome must not go with that write, or the store
+// refuses it as older than the last recorded outcome and the worker never
+// saves the attempt (found by the swarm, seed 912).
+func TestLateReplyToAnEarlierAttempt(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x1 := oneSend(t, e.advance(), "e1", 1)
+	x2 := oneSend(t, e.nextSends(), "e1", 2) // attempt 1 timed out
+	e.deliver(x2.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503}))
+	e.clock.Advance(e.record("e1").NextAt.Sub(e.now())) // attempt 3 is due
+	fx := e.deliver(x1.Reply(channel.Outcome{Result: machine.OutcomeTimedOut}))
+	if n := e.count(worker.StoreFailed); n != 0 {
+		t.Fatalf("the write that came with the late reply failed: %v", e.events[len(e.events)-1].Err)
+	}
+	oneSend(t, fx, "e1", 3)
+	if r := e.record("e1"); r.Attempts != 3 || r.Last.Attempt != 2 || r.Last.Status != 503 {
+		t.Fatalf("record: %d attempts, last %+v; want 3 attempts with attempt 2's 503 kept", r.Attempts, r.Last)
+	}
+}
+
 // Settled records are deleted once they are older than Retention; e2,
 // never answered (retrying, then a dead letter no operator discarded),
 // never is.
