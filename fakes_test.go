@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
@@ -42,29 +43,17 @@ func (r *recorder) add(stream string, e invariants.Entry) {
 	r.addLocked(stream, e)
 }
 
-// observer records a worker's events as the checker wants them.
+// observer records a worker's events as the checker wants them
+// (internal/observe), stamped when they are logged.
 func (r *recorder) observer(owner string) worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
-		switch ev.Kind {
-		case worker.Sent:
-			r.add(ev.Stream, invariants.Entry{Kind: invariants.Sent, Worker: owner, Token: ev.Token, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt})
-		case worker.Probed:
-			r.add(ev.Stream, invariants.Entry{Kind: invariants.Probed, Worker: owner, Detail: ev.Detail})
-		case worker.Replied:
-			r.add(ev.Stream, invariants.Entry{Kind: invariants.Replied, Worker: owner, ID: ev.ID, Attempt: ev.Attempt, Detail: ev.Outcome.Result.String()})
-		case worker.ProbeReplied:
-			verdict := "unhealthy"
-			if ev.Outcome.Result == machine.OutcomeDelivered {
-				verdict = "healthy"
-			}
-			r.add(ev.Stream, invariants.Entry{Kind: invariants.ProbeReplied, Worker: owner, Detail: verdict})
-		case worker.CircuitChanged:
-			r.add(ev.Stream, invariants.Entry{Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
-		case worker.Rebuilt:
-			r.mu.Lock()
-			r.addLocked(ev.Stream, invariants.Entry{Kind: invariants.Restarted, Worker: owner, Detail: "took over the stream"})
-			r.addLocked(ev.Stream, invariants.Entry{Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
-			r.mu.Unlock()
+		if ev.Kind == worker.Persisted {
+			return // logged by the store, under its lock (faultStore)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range observe.Worker(nil, owner, ev) {
+			r.addLocked(ev.Stream, e)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
@@ -76,34 +77,10 @@ func (r *recorder) observer(owner string) worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
 		r.enq.Lock()
 		defer r.enq.Unlock()
-		at := ev.At
-		switch ev.Kind {
-		case worker.Persisted:
-			r.mu.Lock()
-			for _, m := range ev.Records {
-				r.addLocked(ev.Stream, invariants.Entry{At: at, Kind: invariants.Persisted, Worker: owner, Token: ev.Token, ID: m.ID, Seq: m.Seq, Record: m})
-			}
-			r.mu.Unlock()
-		case worker.Sent:
-			r.add(ev.Stream, invariants.Entry{At: at, Kind: invariants.Sent, Worker: owner, Token: ev.Token, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt})
-		case worker.Probed:
-			r.add(ev.Stream, invariants.Entry{At: at, Kind: invariants.Probed, Worker: owner, Detail: ev.Detail})
-		case worker.Replied:
-			r.add(ev.Stream, invariants.Entry{At: at, Kind: invariants.Replied, Worker: owner, ID: ev.ID, Attempt: ev.Attempt,
-				Detail: ev.Outcome.Result.String(), RetryAfter: ev.Outcome.RetryAfter})
-		case worker.ProbeReplied:
-			verdict := "unhealthy"
-			if ev.Outcome.Result == machine.OutcomeDelivered {
-				verdict = "healthy"
-			}
-			r.add(ev.Stream, invariants.Entry{At: at, Kind: invariants.ProbeReplied, Worker: owner, Detail: verdict})
-		case worker.CircuitChanged:
-			r.add(ev.Stream, invariants.Entry{At: at, Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
-		case worker.Rebuilt:
-			r.mu.Lock()
-			r.addLocked(ev.Stream, invariants.Entry{At: at, Kind: invariants.Restarted, Worker: owner, Detail: "took over the stream"})
-			r.addLocked(ev.Stream, invariants.Entry{At: at, Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
-			r.mu.Unlock()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range observe.Worker(nil, owner, ev) {
+			r.addLocked(ev.Stream, e)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
@@ -306,7 +307,6 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 			s.send(n, x)
 		}
 		for _, p := range fx.Probes {
-			s.stats.Probes++
 			s.probe(n, p)
 		}
 		s.reschedule(n)
@@ -376,63 +376,46 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 }
 
 // observed turns a worker's event into trace lines and the checker's
-// observations.
+// observations (internal/record, the mapping every recorder shares), at
+// the virtual instant. Sends are observed when they leave (call), which a
+// pause may delay past the worker's handing them out.
 func (s *sim) observed(n *node, ev worker.Event) {
-	e := invariants.Entry{Worker: n.name, Token: ev.Token, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt}
 	switch ev.Kind {
 	case worker.Persisted:
 		for i := range ev.Records {
-			s.persisted(n, ev.Token, &ev.Records[i])
+			s.persisted(n, &ev.Records[i])
 		}
-		return
 	case worker.Sent:
-		// Observed when the send leaves (call), which a stall may delay.
 		s.note(n, opSend, str(ev.ID), num(ev.Attempt), unum(ev.Seq))
 		return
 	case worker.Probed:
 		probe, _ := strconv.ParseUint(ev.Detail, 10, 64)
 		s.note(n, opProbe, unum(probe))
-		e.Kind, e.Token, e.Detail = invariants.Probed, 0, ev.Detail
-	case worker.Replied:
-		e.Kind, e.Token, e.RetryAfter, e.Detail = invariants.Replied, 0, ev.Outcome.RetryAfter, ev.Outcome.Result.String()
-	case worker.ProbeReplied:
-		e.Kind, e.Token, e.Detail = invariants.ProbeReplied, 0, "unhealthy"
-		if ev.Outcome.Result == machine.OutcomeDelivered {
-			e.Detail = "healthy"
-		}
-		e.Attempt, _ = strconv.Atoi(ev.Detail)
+		s.stats.Probes++
 	case worker.CircuitChanged:
 		s.note(n, opCircuitTo, str(ev.Circuit.String()))
 		if ev.Circuit == machine.Open {
 			s.stats.CircuitOpenings++
 		}
-		e.Kind, e.Token, e.Circuit = invariants.CircuitChanged, 0, ev.Circuit
 	case worker.Rebuilt:
 		s.note(n, opRecovers, num(len(ev.Records)), str(ev.Circuit.String()))
-		s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: "took over the stream"})
-		e.Kind, e.Token, e.Circuit = invariants.CircuitChanged, 0, ev.Circuit
-	case worker.Adopted:
-		e.Kind, e.Token = invariants.Adopted, 0
 	case worker.LeaseLost:
 		s.note(n, opLoses, str(ev.Detail))
 		s.stats.LeasesLost++
-		return
 	case worker.LeaseReleased:
 		s.note(n, opReleases)
-		return
 	case worker.ReplyDropped:
 		s.note(n, opReplyNoOwner, str(ev.ID), num(ev.Attempt), str(ev.Outcome.Result.String()))
-		return
 	case worker.StoreFailed:
 		s.storeFailed(n, ev)
-		return
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
-		return
-	default:
-		return // grants and renewals are logged by the store (nodeStore)
 	}
-	s.observeIn(s.streamIndex(ev.Stream), e)
+	i := s.streamIndex(ev.Stream)
+	s.obs = observe.Worker(s.obs[:0], n.name, ev)
+	for _, e := range s.obs {
+		s.observeIn(i, e)
+	}
 }
 
 // storeFailed notes a store call the worker saw fail. The simulator's
@@ -451,15 +434,16 @@ func (s *sim) storeFailed(n *node, ev worker.Event) {
 	}
 }
 
-// persisted logs a record the store has made durable.
-func (s *sim) persisted(n *node, token uint64, r *machine.Record) {
+// persisted notes a record the store has made durable (a worker's, or
+// the store's own on an enqueue when n is nil) and keeps the run's
+// bookkeeping: when the last event settled, how long the run may last.
+func (s *sim) persisted(n *node, r *machine.Record) {
 	s.writes++
-	name, o := "store", opStorePersist
-	if n != nil {
-		name, o = n.name, opPersist
+	o := opPersist
+	if n == nil {
+		o = opStorePersist
 	}
 	s.note(n, o, record(r))
-	s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: name, Token: token, ID: r.ID, Seq: r.Seq, Record: *r})
 	if r.State.Terminal() {
 		s.lastSettle = s.now
 	}
@@ -542,7 +526,8 @@ func (s *sim) enqueue(id string, payload []byte) {
 		return
 	}
 	if created {
-		s.persisted(nil, 0, &rec)
+		s.persisted(nil, &rec)
+		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: rec})
 		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
 		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))

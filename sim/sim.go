@@ -127,9 +127,10 @@ type sim struct {
 	streams  []string
 	runs     []invariants.Run
 	streamOf map[string]int
-	trace    []string  // the text of every line, with Options.Trace
-	hash     hash.Hash // of the encoded lines (trace.go)
-	enc      []byte    // encoded lines not yet fed to hash
+	obs      []invariants.Entry // reused by observed
+	trace    []string           // the text of every line, with Options.Trace
+	hash     hash.Hash          // of the encoded lines (trace.go)
+	enc      []byte             // encoded lines not yet fed to hash
 	stats    Stats
 }
 
