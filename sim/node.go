@@ -513,7 +513,7 @@ func (ns nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, li
 // acknowledges it once durable. The first node is the producer's host: it
 // is notified, as a local producer's worker is (courier.Service.Publish).
 func (s *sim) enqueue(id string, payload []byte) {
-	stream := s.streams[s.streamOf[id]]
+	stream := s.streams[s.streamOf(id)]
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
 	rec := stored.Machine()
 	if err != nil {

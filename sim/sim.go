@@ -123,15 +123,14 @@ type sim struct {
 	end time.Time
 
 	// streams are the streams' names; runs their observation logs, by
-	// index. streamOf gives each event's stream index.
-	streams  []string
-	runs     []invariants.Run
-	streamOf map[string]int
-	obs      []invariants.Entry // reused by observed
-	trace    []string           // the text of every line, with Options.Trace
-	hash     hash.Hash          // of the encoded lines (trace.go)
-	enc      []byte             // encoded lines not yet fed to hash
-	stats    Stats
+	// index.
+	streams []string
+	runs    []invariants.Run
+	obs     []invariants.Entry // reused by observed
+	trace   []string           // the text of every line, with Options.Trace
+	hash    hash.Hash          // of the encoded lines (trace.go)
+	enc     []byte             // encoded lines not yet fed to hash
+	stats   Stats
 }
 
 // attemptKey names one attempt of one incarnation of a node.
@@ -176,10 +175,6 @@ func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
 func (s *sim) initStreams() {
 	w := s.w
 	n := max(w.Streams, 1)
-	s.streamOf = make(map[string]int, w.Events)
-	for i := range w.Events {
-		s.streamOf[EventID(i)] = i % n
-	}
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
@@ -222,7 +217,20 @@ func (s *sim) streamIndex(name string) int {
 }
 
 // observe logs e, which names an event, in its stream's log.
-func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf[e.ID], e) }
+func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
+
+// streamOf is the index of event id's stream: EventID(i) goes to stream
+// i mod Streams.
+func (s *sim) streamOf(id string) int {
+	if len(s.streams) == 1 {
+		return 0
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
+	if err != nil || i < 1 {
+		panic(fmt.Sprintf("sim: %q is not an event of the workload", id))
+	}
+	return (i - 1) % len(s.streams)
+}
 
 // observeIn logs e in the log of stream i.
 func (s *sim) observeIn(i int, e invariants.Entry) {
@@ -417,7 +425,7 @@ func (s *sim) send(n *node, x worker.Send) {
 		if late {
 			s.cover(FaultLate, x.ID)
 		}
-		v := s.recv.deliver(s.streamOf[x.ID], x.ID, x.Seq)
+		v := s.recv.deliver(s.streamOf(x.ID), x.ID, x.Seq)
 		switch v {
 		case rejectedPoison:
 			s.cover(FaultPoison, x.ID)
