@@ -156,6 +156,10 @@ var dialect = sqlcore.Dialect{
 	},
 	Certain: func(err error) bool {
 		// The server answered the commit with an error: it rolled back.
+		// Not pgconn.SafeToRetry: pgx reports a COMMIT whose reply was
+		// lost as "conn closed", which claims SafeToRetry although the
+		// COMMIT was sent and may have committed (it did, in
+		// TestLostCommitReplyIsUnknown).
 		var e *pgconn.PgError
 		return errors.As(err, &e) || errors.Is(err, pgx.ErrTxCommitRollback) || errors.Is(err, pgx.ErrTxClosed)
 	},
