@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -38,16 +39,24 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "applied  %s (stream %s, seq %d, attempt %d): %s\n", ev.ID, ev.Stream, ev.Seq, ev.Attempt, ev.Body)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	log := slog.New(slog.NewTextHandler(stderr, nil))
 	h, err := receiver.New(receiver.Config{
 		Secrets: []string{*secret},
 		Window:  8 * 24 * time.Hour, // longer than the sender's max_age
 		Store:   receiver.NewMemory(),
+		Logger:  log, // refusals, never a body, signature or secret
 	}, app)
 	if err != nil {
 		return usageError{err}
 	}
-	srv := &http.Server{Addr: *listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signalContext(ctx, slog.New(slog.NewTextHandler(stderr, nil)))
+	// Listen first, so that the address printed is the one bound (a
+	// port of 0 picks a free one).
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("courier receive: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signalContext(ctx, log)
 	defer stop()
 	go func() {
 		<-ctx.Done()
@@ -55,8 +64,8 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	fmt.Fprintf(stderr, "courier receive: listening on %s\n", *listen)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	fmt.Fprintf(stderr, "courier receive: listening on %s\n", ln.Addr())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

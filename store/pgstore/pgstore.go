@@ -5,9 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +18,10 @@ import (
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
+
+// migrations are the embedded migrations in version order: the
+// migration for version v is migrations[v-1].
+var migrations = sqlcore.Migrations(migrationFS)
 
 // Options configure Open.
 type Options struct {
@@ -71,7 +73,7 @@ func Open(ctx context.Context, connString string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
-	if err := migrate(ctx, pool, opt.Schema, len(migrations())); err != nil {
+	if err := migrate(ctx, pool, opt.Schema, len(migrations)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open schema %q: %w", opt.Schema, err)
 	}
@@ -80,26 +82,6 @@ func Open(ctx context.Context, connString string, opt Options) (*Store, error) {
 
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
-
-// migrations returns the embedded migrations in version order.
-func migrations() []string {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		panic(err) // the pattern is constant
-	}
-	out := make([]string, len(names))
-	for i, name := range names {
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			panic(err) // embedded
-		}
-		if want := fmt.Sprintf("migrations/%04d_", i+1); !strings.HasPrefix(name, want) {
-			panic(fmt.Sprintf("pgstore: migration %s out of sequence, want %s*", name, want))
-		}
-		out[i] = string(b)
-	}
-	return out
-}
 
 // migrate brings schema to version target in one transaction, under an
 // advisory lock on the schema's name.
@@ -116,9 +98,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, target int)
 	if err != nil {
 		return err
 	}
-	ms := migrations()
-	if version > len(ms) {
-		return fmt.Errorf("schema version %d was written by a newer courier; this one knows versions up to %d", version, len(ms))
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d was written by a newer courier; this one knows versions up to %d", version, len(migrations))
 	}
 	if version >= target {
 		return tx.Commit(ctx)
@@ -130,7 +111,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, target int)
 		}
 	}
 	for v := version; v < target; v++ {
-		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+schema+`; `+ms[v]); err != nil {
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+schema+`; `+migrations[v]); err != nil {
 			return fmt.Errorf("migrating to version %d: %w", v+1, err)
 		}
 	}
@@ -175,6 +156,10 @@ var dialect = sqlcore.Dialect{
 	},
 	Certain: func(err error) bool {
 		// The server answered the commit with an error: it rolled back.
+		// Not pgconn.SafeToRetry: pgx reports a COMMIT whose reply was
+		// lost as "conn closed", which claims SafeToRetry although the
+		// COMMIT was sent and may have committed (it did, in
+		// TestLostCommitReplyIsUnknown).
 		var e *pgconn.PgError
 		return errors.As(err, &e) || errors.Is(err, pgx.ErrTxCommitRollback) || errors.Is(err, pgx.ErrTxClosed)
 	},

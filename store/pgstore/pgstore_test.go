@@ -144,12 +144,12 @@ func TestMigratesOlderSchema(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "DROP INDEX deliveries_due; DROP INDEX deliveries_settled; UPDATE courier_schema SET version = 1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrate(ctx, s.pool, s.schema, len(migrations())); err != nil {
+	if err := migrate(ctx, s.pool, s.schema, len(migrations)); err != nil {
 		t.Fatal(err)
 	}
 	var version int
-	if err := s.pool.QueryRow(ctx, "SELECT version FROM courier_schema").Scan(&version); err != nil || version != len(migrations()) {
-		t.Errorf("version after migrating = %d (%v), want %d", version, err, len(migrations()))
+	if err := s.pool.QueryRow(ctx, "SELECT version FROM courier_schema").Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("version after migrating = %d (%v), want %d", version, err, len(migrations))
 	}
 	if r, err := s.Get(ctx, "e1"); err != nil || string(r.Payload) != "p" {
 		t.Errorf("e1 after migrating = %+v, %v", r, err)

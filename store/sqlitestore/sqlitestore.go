@@ -27,6 +27,10 @@ const ApplicationID = 0x636f7572
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
+// migrations are the embedded migrations in version order: the
+// migration for version v is migrations[v-1].
+var migrations = sqlcore.Migrations(migrationFS)
+
 // Options configure Open. The zero value is the production setting.
 type Options struct {
 	// Now replaces the store's clock (the host's); tests pass one they
@@ -132,7 +136,7 @@ func checkIdentity(ctx context.Context, path, busy string) error {
 	if err != nil {
 		return fmt.Errorf("sqlitestore: open %q: reading the schema: %w", path, err)
 	}
-	latest := len(migrations())
+	latest := len(migrations)
 	switch {
 	case app == 0 && tables == 0:
 		return nil // a new database
@@ -144,38 +148,16 @@ func checkIdentity(ctx context.Context, path, busy string) error {
 	return nil
 }
 
-// migrations returns the embedded migrations in version order: the
-// migration for version v is migrations()[v-1].
-func migrations() []string {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		panic(err) // the pattern is constant
-	}
-	out := make([]string, len(names))
-	for i, name := range names {
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			panic(err) // embedded
-		}
-		if want := fmt.Sprintf("migrations/%04d_", i+1); !strings.HasPrefix(name, want) {
-			panic(fmt.Sprintf("sqlitestore: migration %s out of sequence, want %s*", name, want))
-		}
-		out[i] = string(b)
-	}
-	return out
-}
-
 // migrate brings the database to the latest version, one transaction
 // per version, each re-reading the version under the write lock so that
 // several processes opening one file at once migrate it once.
 func migrate(ctx context.Context, w *sql.DB, path string) error {
-	return migrateTo(ctx, w, path, len(migrations()))
+	return migrateTo(ctx, w, path, len(migrations))
 }
 
 func migrateTo(ctx context.Context, w *sql.DB, path string, target int) error {
-	ms := migrations()
 	for {
-		done, err := migrateOne(ctx, w, ms, target)
+		done, err := migrateOne(ctx, w, target)
 		if err != nil {
 			return fmt.Errorf("sqlitestore: open %q: migrating: %w", path, err)
 		}
@@ -185,7 +167,7 @@ func migrateTo(ctx context.Context, w *sql.DB, path string, target int) error {
 	}
 }
 
-func migrateOne(ctx context.Context, w *sql.DB, ms []string, target int) (done bool, err error) {
+func migrateOne(ctx context.Context, w *sql.DB, target int) (done bool, err error) {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -202,7 +184,7 @@ func migrateOne(ctx context.Context, w *sql.DB, ms []string, target int) (done b
 	case version > 0 && app != ApplicationID:
 		return false, fmt.Errorf("application_id %#x is not courier's", app)
 	}
-	if _, err := tx.ExecContext(ctx, ms[version]); err != nil {
+	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
 		return false, fmt.Errorf("version %d: %w", version+1, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", ApplicationID, version+1)); err != nil {

@@ -96,8 +96,8 @@ func TestMigratesOlderSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open of a version 1 file: %v", err)
 	}
-	if v := userVersion(t, s); v != len(migrations()) {
-		t.Errorf("user_version after Open = %d, want %d", v, len(migrations()))
+	if v := userVersion(t, s); v != len(migrations) {
+		t.Errorf("user_version after Open = %d, want %d", v, len(migrations))
 	}
 	if r, err := s.Get(ctx, "e1"); err != nil || r.State != machine.Pending || string(r.Payload) != "p" {
 		t.Errorf("e1 after migration = %+v, %v", r, err)

@@ -60,6 +60,7 @@
 //   - a cancelled context changes nothing, in every method.
 //
 // It does not prove durability across a process crash, which no
-// in-process test can, nor the ErrUnknown outcome of a lost reply; each
-// SQL backend proves those with its own kill loop.
+// in-process test can, nor the ErrUnknown outcome of a lost reply: each
+// SQL backend proves durability with its own kill loop, and pgstore the
+// lost commit reply through a proxy that cuts it (unknown_test.go).
 package storetest
