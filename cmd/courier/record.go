@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
-	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/worker"
 )
@@ -52,29 +52,19 @@ func (r *recorder) add(e invariants.Entry) {
 	r.addLocked(e)
 }
 
-// observer records a worker's sends, replies, probes and circuit.
+// observer records what a worker sent and heard, its probes, circuit and
+// adoptions (internal/observe, the mapping every recorder shares). Its
+// persists are logged by recordingStore, under the log's lock, as the
+// store made them durable.
 func (r *recorder) observer(owner string) worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
-		switch ev.Kind {
-		case worker.Sent:
-			r.add(invariants.Entry{At: ev.At, Kind: invariants.Sent, Worker: owner, Token: ev.Token, ID: ev.ID, Seq: ev.Seq, Attempt: ev.Attempt})
-		case worker.Probed:
-			r.add(invariants.Entry{At: ev.At, Kind: invariants.Probed, Worker: owner, Detail: ev.Detail})
-		case worker.Replied:
-			r.add(invariants.Entry{At: ev.At, Kind: invariants.Replied, Worker: owner, ID: ev.ID, Attempt: ev.Attempt, Detail: ev.Outcome.Result.String()})
-		case worker.ProbeReplied:
-			verdict := "unhealthy"
-			if ev.Outcome.Result == machine.OutcomeDelivered {
-				verdict = "healthy"
-			}
-			r.add(invariants.Entry{At: ev.At, Kind: invariants.ProbeReplied, Worker: owner, Detail: verdict})
-		case worker.CircuitChanged:
-			r.add(invariants.Entry{At: ev.At, Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
-		case worker.Rebuilt:
-			r.mu.Lock()
-			r.addLocked(invariants.Entry{At: ev.At, Kind: invariants.Restarted, Worker: owner, Detail: "took over the stream"})
-			r.addLocked(invariants.Entry{At: ev.At, Kind: invariants.CircuitChanged, Worker: owner, Circuit: ev.Circuit})
-			r.mu.Unlock()
+		if ev.Kind == worker.Persisted {
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range observe.Worker(nil, owner, ev) {
+			r.addLocked(e)
 		}
 	})
 }
