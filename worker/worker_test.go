@@ -403,6 +403,30 @@ func TestMaxStreams(t *testing.T) {
 	}
 }
 
+// Streams taken over at different instants still look for new records at
+// the same instants (one grid of Polls from the worker's first reading),
+// so one Advance serves them all: a worker with many streams is not woken
+// once per stream per Poll.
+func TestPollsShareOneGrid(t *testing.T) {
+	e := newEnv(t, nil) // Poll is 1s
+	e.enqueue("a", "a1")
+	oneSend(t, e.advance(), "a1", 1)
+	e.clock.Advance(300 * time.Millisecond)
+	e.enqueue("b", "b1")
+	e.w.Notify("b")
+	oneSend(t, e.advance(), "b1", 1)
+	if got, want := e.w.Next(), epoch.Add(time.Second); !got.Equal(want) {
+		t.Fatalf("Next is %v after taking b over at 300ms; want the grid's next poll at %v", got.Sub(epoch), want.Sub(epoch))
+	}
+	e.clock.Advance(700 * time.Millisecond)
+	e.enqueue("a", "a2")
+	e.enqueue("b", "b2")
+	e.advance() // one call adopts on both streams
+	if got := e.count(worker.Adopted); got != 2 {
+		t.Fatalf("one Advance at the grid's poll adopted %d records; want a2 and b2", got)
+	}
+}
+
 // The outcome of the attempt a batch answers is saved with its record
 // (status and bounded, valid detail), so an operator sees why it retries.
 func TestLastOutcomeKeptWithTheRecord(t *testing.T) {
