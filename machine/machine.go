@@ -401,7 +401,7 @@ func (m *Machine) accept(in Accept, e *entry) {
 	e = newEntry(Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
-		Payload:    slices.Clone(in.Payload),
+		Payload:    clonePayload(in.Payload),
 		AcceptedAt: in.At,
 		State:      state,
 		NextAt:     in.At,
@@ -415,6 +415,17 @@ func (m *Machine) accept(in Accept, e *entry) {
 	m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq})
 }
 
+// clonePayload is slices.Clone (nil stays nil, empty stays empty) without
+// its append, whose growth logic costs more than the copy of a payload.
+func clonePayload(p []byte) []byte {
+	if p == nil {
+		return nil
+	}
+	c := make([]byte, len(p))
+	copy(c, p)
+	return c
+}
+
 // adopt takes over a record a shared store accepted. It is not refused
 // when MaxQueued is reached: the store already acknowledged it. e is the
 // entry already known by its ID, if any.
@@ -424,7 +435,7 @@ func (m *Machine) adopt(in Adopt, e *entry) {
 		return
 	}
 	r := in.Record
-	r.Payload = slices.Clone(r.Payload)
+	r.Payload = clonePayload(r.Payload)
 	e = newEntry(r)
 	e.adopted = true
 	m.byID[r.ID] = e
@@ -949,9 +960,18 @@ func reuseEmpty[T any](out, next *[]T) {
 // nothing but the accepted event. After Recycle the caller must not read
 // b again, and must recycle a batch at most once. Recycling is optional.
 func (m *Machine) Recycle(b Batch) {
-	clear(b.Persist) // drop the payloads the records point to
-	clear(b.Sends)
-	clear(b.Acks)
+	// Drop the IDs and payloads the lists point to. Field by field, not
+	// clear: a list holds an element or two, and clear of a list of
+	// pointerful structs is a runtime call that costs more than the stores.
+	for i := range b.Persist {
+		b.Persist[i].ID, b.Persist[i].Payload = "", nil
+	}
+	for i := range b.Sends {
+		b.Sends[i].ID, b.Sends[i].Payload = "", nil
+	}
+	for i := range b.Acks {
+		b.Acks[i].ID = ""
+	}
 	m.spare = Batch{Persist: b.Persist[:0], Acks: b.Acks[:0], Sends: b.Sends[:0], Probes: b.Probes[:0], Circuit: b.Circuit[:0]}
 }
 
