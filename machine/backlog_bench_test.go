@@ -85,14 +85,7 @@ var kinds = []backlogKind{
 		return m, epoch
 	}},
 	{"blocked", func(b *testing.B, n int) (*machine.Machine, time.Time) {
-		// Strict: the head failed and waits an hour; n events wait behind it.
-		m := newBench(b, longConfig(machine.Strict, 1))
-		mustStep(b, m, machine.Accept{At: epoch, ID: "head"})
-		mustStep(b, m, machine.Result{At: epoch, ID: "head", Attempt: 1, Outcome: machine.OutcomeFailed, RetryAfter: 500 * time.Hour})
-		for i := range n {
-			mustStep(b, m, machine.Accept{At: epoch, ID: "b" + strconv.Itoa(i)})
-		}
-		return m, epoch
+		return buildBlocked(b, longConfig(machine.Strict, 1), n), epoch
 	}},
 	{"history", func(b *testing.B, n int) (*machine.Machine, time.Time) {
 		// Strict: n events accepted and delivered.
@@ -104,6 +97,18 @@ var kinds = []backlogKind{
 		}
 		return m, epoch
 	}},
+}
+
+// buildBlocked returns a strict machine under cfg whose head failed and
+// waits 500 hours, with n events waiting behind it, at epoch.
+func buildBlocked(b *testing.B, cfg machine.Config, n int) *machine.Machine {
+	m := newBench(b, cfg)
+	mustStep(b, m, machine.Accept{At: epoch, ID: "head"})
+	mustStep(b, m, machine.Result{At: epoch, ID: "head", Attempt: 1, Outcome: machine.OutcomeFailed, RetryAfter: 500 * time.Hour})
+	for i := range n {
+		mustStep(b, m, machine.Accept{At: epoch, ID: "b" + strconv.Itoa(i)})
+	}
+	return m
 }
 
 func kind(name string) backlogKind {
@@ -133,6 +138,19 @@ func benchIDs(n int) []string {
 	return ids
 }
 
+// cycleIDs makes the IDs of n cycles through m before the timer starts:
+// at most twice the idempotency window, reused in turn, so that the IDs
+// the benchmark holds (and the garbage collector scans at every cycle it
+// runs) do not grow with b.N. An ID comes back only after KeepSettled
+// later events settled, when the machine has forgotten it: it is a new
+// event again, which the cycle checks (a duplicate would send nothing).
+func cycleIDs(m *machine.Machine, n int) []string {
+	if keep := m.Config().KeepSettled; keep > 0 && n > 2*keep {
+		n = 2 * keep
+	}
+	return benchIDs(n)
+}
+
 // BenchmarkCycle measures one accept→deliver cycle (an Accept that sends
 // the event, and the Result that delivers it) past a backlog the new
 // events are not held by: events waiting in retry, or a delivered history.
@@ -141,18 +159,19 @@ func BenchmarkCycle(b *testing.B) {
 		for _, n := range backlogs {
 			b.Run(fmt.Sprintf("%s/backlog=%d", k, n), func(b *testing.B) {
 				m, now := kind(k).build(b, n)
-				ids := benchIDs(b.N)
+				ids := cycleIDs(m, b.N)
 				payload := []byte("payload")
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := range b.N {
 					now = now.Add(time.Millisecond)
-					batch, err := m.Step(machine.Accept{At: now, ID: ids[i], Payload: payload})
+					id := ids[i%len(ids)]
+					batch, err := m.Step(machine.Accept{At: now, ID: id, Payload: payload})
 					if err != nil || len(batch.Sends) != 1 {
-						b.Fatalf("accept %s: %v; sent %d attempts, want 1", ids[i], err, len(batch.Sends))
+						b.Fatalf("accept %s: %v; sent %d attempts, want 1", id, err, len(batch.Sends))
 					}
 					recycle(m, batch)
-					batch, err = m.Step(machine.Result{At: now, ID: ids[i], Attempt: 1, Outcome: machine.OutcomeDelivered})
+					batch, err = m.Step(machine.Result{At: now, ID: id, Attempt: 1, Outcome: machine.OutcomeDelivered})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -213,25 +232,38 @@ func BenchmarkTick(b *testing.B) {
 // a strict stream with a backlog behind it, and the Tick that sends the
 // head again when its backoff has passed: the head keeps failing while
 // the backlog waits.
+//
+// Each iteration spends one attempt of the head and moves the clock by
+// one backoff, so the machine's limits must outlast b.N iterations: a
+// backoff of 1ms (jittered down to 0.8ms) keeps a billion iterations
+// within a fortnight of MaxAge's 100,000 hours, and the benchmark refuses
+// a b.N that would exhaust MaxAttempts instead of measuring a dead head.
 func BenchmarkResult(b *testing.B) {
+	cfg := longConfig(machine.Strict, 1)
+	cfg.BaseBackoff, cfg.MaxBackoff = time.Millisecond, time.Millisecond
 	for _, n := range backlogs {
 		b.Run(fmt.Sprintf("blocked/backlog=%d", n), func(b *testing.B) {
-			m, now := kind("blocked").build(b, n)
-			now = now.Add(500 * time.Hour)
-			mustStep(b, m, machine.Tick{At: now}) // the head is in flight again
+			if b.N+2 > cfg.MaxAttempts {
+				b.Fatalf("b.N %d would exhaust the head's MaxAttempts %d", b.N, cfg.MaxAttempts)
+			}
+			m := buildBlocked(b, cfg, n)
+			now := epoch.Add(500 * time.Hour)
+			if batch := mustStep(b, m, machine.Tick{At: now}); len(batch.Sends) != 1 {
+				b.Fatalf("the head was not sent again after its retry: %s", batch.Format(epoch))
+			}
 			attempt := 2
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				batch, err := m.Step(machine.Result{At: now, ID: "head", Attempt: attempt, Outcome: machine.OutcomeFailed})
-				if err != nil {
-					b.Fatal(err)
+				if err != nil || batch.WakeAt.IsZero() {
+					b.Fatalf("result head#%d: %v; wake at %v, want the head's backoff", attempt, err, batch.WakeAt)
 				}
 				now = batch.WakeAt // the head's backoff
 				recycle(m, batch)
 				batch, err = m.Step(machine.Tick{At: now})
 				if err != nil || len(batch.Sends) != 1 {
-					b.Fatalf("tick: %v; sent %d attempts, want the head again", err, len(batch.Sends))
+					b.Fatalf("tick after head#%d: %v; sent %d attempts, want the head again", attempt, err, len(batch.Sends))
 				}
 				recycle(m, batch)
 				attempt++
