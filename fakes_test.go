@@ -37,12 +37,6 @@ func (r *recorder) addLocked(stream string, e invariants.Entry) {
 	r.entries = append(r.entries, entry{stream, e})
 }
 
-func (r *recorder) add(stream string, e invariants.Entry) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.addLocked(stream, e)
-}
-
 // observer records a worker's events as the checker wants them
 // (internal/observe), stamped when they are logged.
 func (r *recorder) observer(owner string) worker.Observer {
