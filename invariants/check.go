@@ -85,7 +85,9 @@ type eventView struct {
 func Check(run Run) []Violation {
 	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
 	p := newPolicy(run, c.fail)
-	for _, e := range run.Entries {
+	// By index: an Entry is a few hundred bytes, too many to copy per step.
+	for i := range run.Entries {
+		e := &run.Entries[i]
 		p.entry(e)
 		c.entry(e)
 	}
@@ -122,7 +124,7 @@ func (c *checker) view(id string) *eventView {
 	return v
 }
 
-func (c *checker) entry(e Entry) {
+func (c *checker) entry(e *Entry) {
 	switch e.Kind {
 	case Acked:
 		v := c.view(e.ID)
@@ -173,7 +175,7 @@ func (c *checker) entry(e Entry) {
 	}
 }
 
-func (c *checker) persisted(e Entry) {
+func (c *checker) persisted(e *Entry) {
 	r := e.Record
 	v := c.view(r.ID)
 	if !v.persisted {
@@ -231,7 +233,7 @@ type attemptKey struct {
 // strict order, at most Window in independent order. An attempt stops
 // counting at its reply or AttemptTimeout after its start, when the
 // machine gives up waiting for it.
-func (c *checker) started(e Entry) {
+func (c *checker) started(e *Entry) {
 	p := c.run.Policy
 	window := p.Window
 	if p.Ordering == machine.Strict {
@@ -254,7 +256,7 @@ func (c *checker) started(e Entry) {
 }
 
 // deserved checks the reason an event was first persisted dead.
-func (c *checker) deserved(e Entry, v *eventView) {
+func (c *checker) deserved(e *Entry, v *eventView) {
 	p, r := c.run.Policy, e.Record
 	switch r.Reason {
 	case machine.Exhausted:
@@ -274,7 +276,7 @@ func (c *checker) deserved(e Entry, v *eventView) {
 	}
 }
 
-func (c *checker) sent(e Entry) {
+func (c *checker) sent(e *Entry) {
 	v := c.view(e.ID)
 	p := c.run.Policy
 	v.sends++
