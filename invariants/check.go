@@ -74,7 +74,8 @@ type eventView struct {
 	rewritten bool           // its identity changed (reported once)
 	doneAt    time.Time      // when it was first persisted terminal
 	sends     int
-	attempts  map[int]bool // attempt numbers sent
+	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
+	attempts  map[int]bool // attempt numbers sent beyond those (rare)
 	applied   int
 	everDead  bool
 	deadRec   machine.Record
@@ -287,13 +288,9 @@ func (c *checker) sent(e *Entry) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
-	if v.attempts[e.Attempt] {
+	if v.sentBefore(e.Attempt) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent twice: an attempt number was reused", e.Attempt)
 	}
-	if v.attempts == nil {
-		v.attempts = map[int]bool{}
-	}
-	v.attempts[e.Attempt] = true
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}
@@ -316,6 +313,23 @@ func (c *checker) sent(e *Entry) {
 			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, id, w.rec.State)
 		}
 	}
+}
+
+// sentBefore records attempt n as sent and reports whether it was sent
+// before. Attempt numbers are small: a bit each, a map only beyond 63.
+func (v *eventView) sentBefore(n int) bool {
+	if n >= 0 && n < 64 {
+		bit := uint64(1) << n
+		seen := v.sentLow&bit != 0
+		v.sentLow |= bit
+		return seen
+	}
+	if v.attempts == nil {
+		v.attempts = map[int]bool{}
+	}
+	seen := v.attempts[n]
+	v.attempts[n] = true
+	return seen
 }
 
 func (c *checker) final() {

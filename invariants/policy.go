@@ -69,7 +69,7 @@ type policy struct {
 
 type policyEvent struct {
 	first, rec machine.Record
-	writer     string    // worker and incarnation that persisted rec
+	writer     writer    // worker and incarnation that persisted rec
 	failedAt   time.Time // when its latest attempt was persisted as failed
 }
 
@@ -111,7 +111,16 @@ func (p *policy) worker(name string) *workerState {
 	return w
 }
 
-func (w *workerState) writer() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
+// writer names a worker's incarnation. It is compared on every persisted
+// entry and printed only in a violation, so it is kept unformatted.
+type writer struct {
+	name string
+	inc  int
+}
+
+func (w writer) String() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
+
+func (w *workerState) writer() writer { return writer{w.name, w.inc} }
 
 // entry judges one observation. It runs before the safety checker sees it.
 func (p *policy) entry(e *Entry) {
