@@ -84,7 +84,8 @@ type eventView struct {
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
-	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
+	// The store's final records are nearly every event: size for them.
+	c := checker{run: run, events: make(map[string]*eventView, len(run.Final)), circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
 	p := newPolicy(run, c.fail)
 	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range run.Entries {
@@ -100,6 +101,7 @@ func Check(run Run) []Violation {
 type checker struct {
 	run     Run
 	events  map[string]*eventView
+	slab    []eventView                // where views live: one allocation for many (never grown in place)
 	order   []string                   // IDs in order of first persistence (acceptance order)
 	strict  strictOrder                // the same order, indexed for the order check
 	circuit map[string]machine.Circuit // per worker
@@ -119,7 +121,11 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 func (c *checker) view(id string) *eventView {
 	v := c.events[id]
 	if v == nil {
-		v = &eventView{}
+		if len(c.slab) == cap(c.slab) {
+			c.slab = make([]eventView, 0, max(64, len(c.run.Final)))
+		}
+		c.slab = append(c.slab, eventView{})
+		v = &c.slab[len(c.slab)-1]
 		c.events[id] = v
 	}
 	return v

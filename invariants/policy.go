@@ -60,6 +60,7 @@ type policy struct {
 	run     Run
 	fail    func(inv, id string, step int, format string, args ...any)
 	events  map[string]*policyEvent
+	slab    []policyEvent // where events live: one allocation for many (never grown in place)
 	workers map[string]*workerState
 	live    int     // events whose latest record is not terminal
 	due     dueHeap // retries of the single sender, by NextAt
@@ -98,7 +99,7 @@ type workerState struct {
 }
 
 func newPolicy(run Run, fail func(inv, id string, step int, format string, args ...any)) *policy {
-	return &policy{run: run, fail: fail, events: map[string]*policyEvent{}, workers: map[string]*workerState{},
+	return &policy{run: run, fail: fail, events: make(map[string]*policyEvent, len(run.Final)), workers: map[string]*workerState{},
 		leases: leases{tokens: map[uint64]lease{}, held: map[string]uint64{}}, producers: producers{acked: map[string]uint64{}, pending: map[string]int{}}}
 }
 
@@ -170,7 +171,11 @@ func (p *policy) persisted(e *Entry) {
 	if v == nil {
 		// A new event: its previous version is the zero record (an event
 		// accepted and sent in one batch is first persisted with attempt 1).
-		v = &policyEvent{first: r, rec: machine.Record{NextAt: r.AcceptedAt}}
+		if len(p.slab) == cap(p.slab) {
+			p.slab = make([]policyEvent, 0, max(64, len(p.run.Final)))
+		}
+		p.slab = append(p.slab, policyEvent{first: r, rec: machine.Record{NextAt: r.AcceptedAt}})
+		v = &p.slab[len(p.slab)-1]
 		p.events[r.ID] = v
 	} else {
 		p.duplicateChanged(e, v)
