@@ -74,7 +74,8 @@ type eventView struct {
 	rewritten bool           // its identity changed (reported once)
 	doneAt    time.Time      // when it was first persisted terminal
 	sends     int
-	attempts  map[int]bool // attempt numbers sent
+	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
+	attempts  map[int]bool // attempt numbers sent beyond those (rare)
 	applied   int
 	everDead  bool
 	deadRec   machine.Record
@@ -83,9 +84,12 @@ type eventView struct {
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
-	c := checker{run: run, events: map[string]*eventView{}, circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
+	// The store's final records are nearly every event: size for them.
+	c := checker{run: run, events: make(map[string]*eventView, len(run.Final)), circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
 	p := newPolicy(run, c.fail)
-	for _, e := range run.Entries {
+	// By index: an Entry is a few hundred bytes, too many to copy per step.
+	for i := range run.Entries {
+		e := &run.Entries[i]
 		p.entry(e)
 		c.entry(e)
 	}
@@ -97,6 +101,7 @@ func Check(run Run) []Violation {
 type checker struct {
 	run     Run
 	events  map[string]*eventView
+	slab    []eventView                // where views live: one allocation for many (never grown in place)
 	order   []string                   // IDs in order of first persistence (acceptance order)
 	strict  strictOrder                // the same order, indexed for the order check
 	circuit map[string]machine.Circuit // per worker
@@ -116,13 +121,17 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 func (c *checker) view(id string) *eventView {
 	v := c.events[id]
 	if v == nil {
-		v = &eventView{}
+		if len(c.slab) == cap(c.slab) {
+			c.slab = make([]eventView, 0, max(64, len(c.run.Final)))
+		}
+		c.slab = append(c.slab, eventView{})
+		v = &c.slab[len(c.slab)-1]
 		c.events[id] = v
 	}
 	return v
 }
 
-func (c *checker) entry(e Entry) {
+func (c *checker) entry(e *Entry) {
 	switch e.Kind {
 	case Acked:
 		v := c.view(e.ID)
@@ -173,7 +182,7 @@ func (c *checker) entry(e Entry) {
 	}
 }
 
-func (c *checker) persisted(e Entry) {
+func (c *checker) persisted(e *Entry) {
 	r := e.Record
 	v := c.view(r.ID)
 	if !v.persisted {
@@ -232,7 +241,7 @@ type attemptKey struct {
 // counting at its reply or AttemptTimeout after its start, when the
 // machine gives up waiting for it (less Run.Stall: a stalled worker
 // stamps the start early).
-func (c *checker) started(e Entry) {
+func (c *checker) started(e *Entry) {
 	p := c.run.Policy
 	window := p.Window
 	if p.Ordering == machine.Strict {
@@ -255,7 +264,7 @@ func (c *checker) started(e Entry) {
 }
 
 // deserved checks the reason an event was first persisted dead.
-func (c *checker) deserved(e Entry, v *eventView) {
+func (c *checker) deserved(e *Entry, v *eventView) {
 	p, r := c.run.Policy, e.Record
 	switch r.Reason {
 	case machine.Exhausted:
@@ -275,7 +284,7 @@ func (c *checker) deserved(e Entry, v *eventView) {
 	}
 }
 
-func (c *checker) sent(e Entry) {
+func (c *checker) sent(e *Entry) {
 	v := c.view(e.ID)
 	p := c.run.Policy
 	v.sends++
@@ -286,13 +295,9 @@ func (c *checker) sent(e Entry) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
-	if v.attempts[e.Attempt] {
+	if v.sentBefore(e.Attempt) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent twice: an attempt number was reused", e.Attempt)
 	}
-	if v.attempts == nil {
-		v.attempts = map[int]bool{}
-	}
-	v.attempts[e.Attempt] = true
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}
@@ -315,6 +320,23 @@ func (c *checker) sent(e Entry) {
 			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, id, w.rec.State)
 		}
 	}
+}
+
+// sentBefore records attempt n as sent and reports whether it was sent
+// before. Attempt numbers are small: a bit each, a map only beyond 63.
+func (v *eventView) sentBefore(n int) bool {
+	if n >= 0 && n < 64 {
+		bit := uint64(1) << n
+		seen := v.sentLow&bit != 0
+		v.sentLow |= bit
+		return seen
+	}
+	if v.attempts == nil {
+		v.attempts = map[int]bool{}
+	}
+	seen := v.attempts[n]
+	v.attempts[n] = true
+	return seen
 }
 
 func (c *checker) final() {

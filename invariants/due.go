@@ -45,7 +45,7 @@ func (h *dueHeap) Pop() any {
 }
 
 // expectRetry notes a failure persisted in retry by the single sender.
-func (p *policy) expectRetry(e Entry, w *workerState) {
+func (p *policy) expectRetry(e *Entry, w *workerState) {
 	if e.Worker != "" || e.Record.State != machine.Retry {
 		return
 	}

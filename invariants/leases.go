@@ -20,7 +20,7 @@ type lease struct {
 	until  time.Time
 }
 
-func (p *policy) lease(e Entry) {
+func (p *policy) lease(e *Entry) {
 	switch e.Kind {
 	case LeaseGranted:
 		if e.Token <= p.newest {
@@ -44,7 +44,7 @@ func (p *policy) lease(e Entry) {
 // leaseValid judges a worker's write: it was made under the newest lease,
 // before that lease expired. Writes without leases (a single sender) are
 // not judged.
-func (p *policy) leaseValid(e Entry) {
+func (p *policy) leaseValid(e *Entry) {
 	if e.Token == 0 {
 		return
 	}
@@ -65,7 +65,7 @@ type producers struct {
 	pending map[string]int    // re-offers of acknowledged IDs not yet answered, by step
 }
 
-func (p *policy) producer(e Entry) {
+func (p *policy) producer(e *Entry) {
 	switch e.Kind {
 	case Offered:
 		if _, ok := p.acked[e.ID]; ok {
@@ -90,7 +90,7 @@ func (p *policy) producer(e Entry) {
 
 // duplicateChanged judges a record persisted while a re-offer of its ID
 // is being answered: the offer may change nothing of its identity.
-func (p *policy) duplicateChanged(e Entry, v *policyEvent) {
+func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
 	if _, waiting := p.pending[e.ID]; !waiting {
 		return
 	}

@@ -60,6 +60,7 @@ type policy struct {
 	run     Run
 	fail    func(inv, id string, step int, format string, args ...any)
 	events  map[string]*policyEvent
+	slab    []policyEvent // where events live: one allocation for many (never grown in place)
 	workers map[string]*workerState
 	live    int     // events whose latest record is not terminal
 	due     dueHeap // retries of the single sender, by NextAt
@@ -69,7 +70,7 @@ type policy struct {
 
 type policyEvent struct {
 	first, rec machine.Record
-	writer     string    // worker and incarnation that persisted rec
+	writer     writer    // worker and incarnation that persisted rec
 	failedAt   time.Time // when its latest attempt was persisted as failed
 }
 
@@ -86,7 +87,7 @@ type workerState struct {
 	circuit   machine.Circuit
 	circuitAt time.Time         // when the circuit last changed
 	flying    map[string]flight // attempts of this incarnation not yet landed
-	replies   map[string]Entry  // the latest reply per in-flight event
+	replies   map[string]*Entry // the latest reply per in-flight event (into Run.Entries)
 	known     map[string]bool   // events its machine holds
 	streak    int               // consecutive retryable failures
 	probeOut  bool              // a probe is unanswered
@@ -98,23 +99,32 @@ type workerState struct {
 }
 
 func newPolicy(run Run, fail func(inv, id string, step int, format string, args ...any)) *policy {
-	return &policy{run: run, fail: fail, events: map[string]*policyEvent{}, workers: map[string]*workerState{},
+	return &policy{run: run, fail: fail, events: make(map[string]*policyEvent, len(run.Final)), workers: map[string]*workerState{},
 		leases: leases{tokens: map[uint64]lease{}, held: map[string]uint64{}}, producers: producers{acked: map[string]uint64{}, pending: map[string]int{}}}
 }
 
 func (p *policy) worker(name string) *workerState {
 	w := p.workers[name]
 	if w == nil {
-		w = &workerState{name: name, inc: 1, flying: map[string]flight{}, replies: map[string]Entry{}, known: map[string]bool{}, parkOwed: map[string]int{}, probeOwed: -1}
+		w = &workerState{name: name, inc: 1, flying: map[string]flight{}, replies: map[string]*Entry{}, known: map[string]bool{}, parkOwed: map[string]int{}, probeOwed: -1}
 		p.workers[name] = w
 	}
 	return w
 }
 
-func (w *workerState) writer() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
+// writer names a worker's incarnation. It is compared on every persisted
+// entry and printed only in a violation, so it is kept unformatted.
+type writer struct {
+	name string
+	inc  int
+}
+
+func (w writer) String() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
+
+func (w *workerState) writer() writer { return writer{w.name, w.inc} }
 
 // entry judges one observation. It runs before the safety checker sees it.
-func (p *policy) entry(e Entry) {
+func (p *policy) entry(e *Entry) {
 	p.retriesDue(e.At, e.Step)
 	switch e.Kind {
 	case Persisted:
@@ -134,7 +144,7 @@ func (p *policy) entry(e Entry) {
 		p.circuit(e)
 	case Restarted:
 		w := p.worker(e.Worker)
-		*w = workerState{name: w.name, inc: w.inc + 1, flying: map[string]flight{}, replies: map[string]Entry{},
+		*w = workerState{name: w.name, inc: w.inc + 1, flying: map[string]flight{}, replies: map[string]*Entry{},
 			known: map[string]bool{}, parkOwed: map[string]int{}, probeOwed: -1, recovered: true}
 		for id, v := range p.events {
 			if !v.rec.State.Terminal() {
@@ -155,13 +165,17 @@ func (p *policy) entry(e Entry) {
 	}
 }
 
-func (p *policy) persisted(e Entry) {
+func (p *policy) persisted(e *Entry) {
 	r := e.Record
 	v := p.events[r.ID]
 	if v == nil {
 		// A new event: its previous version is the zero record (an event
 		// accepted and sent in one batch is first persisted with attempt 1).
-		v = &policyEvent{first: r, rec: machine.Record{NextAt: r.AcceptedAt}}
+		if len(p.slab) == cap(p.slab) {
+			p.slab = make([]policyEvent, 0, max(64, len(p.run.Final)))
+		}
+		p.slab = append(p.slab, policyEvent{first: r, rec: machine.Record{NextAt: r.AcceptedAt}})
+		v = &p.slab[len(p.slab)-1]
 		p.events[r.ID] = v
 	} else {
 		p.duplicateChanged(e, v)
@@ -196,7 +210,7 @@ func (p *policy) persisted(e Entry) {
 }
 
 // started judges attempt r.Attempts as it is persisted, before its send.
-func (p *policy) started(e Entry, w *workerState, v *policyEvent) {
+func (p *policy) started(e *Entry, w *workerState, v *policyEvent) {
 	r, prev, pol := e.Record, v.rec, p.run.Policy
 	if deadline := v.first.AcceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.AcceptedAt), pol.MaxAge)
@@ -214,7 +228,7 @@ func (p *policy) started(e Entry, w *workerState, v *policyEvent) {
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.
-func (p *policy) landed(e Entry, w *workerState, v *policyEvent) {
+func (p *policy) landed(e *Entry, w *workerState, v *policyEvent) {
 	r, pol := e.Record, p.run.Policy
 	reply, replied := w.replies[r.ID]
 	delete(w.flying, r.ID)
@@ -266,7 +280,7 @@ func (p *policy) probeUnanswered(w *workerState, at time.Time) bool {
 	return w.probeOut && at.Before(w.probeAt.Add(p.run.Policy.ProbeTimeout))
 }
 
-func (p *policy) sent(e Entry) {
+func (p *policy) sent(e *Entry) {
 	if e.Token < p.newest {
 		return // a fenced-off owner's late send: judged by bounded-sends
 	}
@@ -285,7 +299,7 @@ func (p *policy) sent(e Entry) {
 	p.parkingDue(e, w, "send")
 }
 
-func (p *policy) probed(e Entry) {
+func (p *policy) probed(e *Entry) {
 	w := p.worker(e.Worker)
 	w.probeOut, w.probeAt = true, e.At
 	w.probeOwed = -1
@@ -295,7 +309,7 @@ func (p *policy) probed(e Entry) {
 
 // parkingDue reports a waiting record that w should have parked before
 // this send or probe (the first by sequence), once per opening.
-func (p *policy) parkingDue(e Entry, w *workerState, what string) {
+func (p *policy) parkingDue(e *Entry, w *workerState, what string) {
 	if len(w.parkOwed) == 0 {
 		return
 	}
@@ -317,7 +331,7 @@ func nameOf(worker string) string {
 	return worker
 }
 
-func (p *policy) circuit(e Entry) {
+func (p *policy) circuit(e *Entry) {
 	w := p.worker(e.Worker)
 	from := w.circuit
 	w.circuit, w.circuitAt = e.Circuit, e.At
@@ -346,7 +360,7 @@ func (p *policy) circuit(e Entry) {
 
 // recoveredCircuit judges the circuit a rebuilt machine starts with,
 // against the records it was rebuilt from.
-func (p *policy) recoveredCircuit(e Entry, w *workerState) {
+func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
 	pol := p.run.Policy
 	var parked, troubled string
 	for id := range w.known {
