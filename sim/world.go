@@ -133,9 +133,10 @@ type Cluster struct {
 	// worker renews in time.
 	LeaseTTL time.Duration
 	Poll     time.Duration
-	// RenewTTLMin, if positive, makes each renewal ask for a TTL drawn in
-	// [RenewTTLMin, LeaseTTL] instead of LeaseTTL: a shorter renewal must
-	// not shorten the lease. It must exceed 2*Poll.
+	// RenewTTLMin, if positive, follows each renewal at once with a second
+	// one of the same lease asking for a TTL drawn in [RenewTTLMin,
+	// LeaseTTL], as a retried renewal might: a shorter renewal must not
+	// shorten the lease. It must exceed 2*Poll.
 	RenewTTLMin time.Duration
 	// Skews offset each worker's clock from the virtual clock (worker i
 	// gets Skews[i]; missing entries are 0). Lease expiry is the store's
