@@ -68,7 +68,7 @@ type eventView struct {
 	ackStep   int
 	persisted bool
 	pos       int            // position in acceptance order (checker.order)
-	first     machine.Record // as first persisted: its identity
+	first     identity       // as first persisted
 	rec       machine.Record // latest persisted
 	refused   bool           // the channel refused an attempt of it
 	rewritten bool           // its identity changed (reported once)
@@ -78,8 +78,27 @@ type eventView struct {
 	attempts  map[int]bool // attempt numbers sent beyond those (rare)
 	applied   int
 	everDead  bool
-	deadRec   machine.Record
+	deadAs    machine.DeadReason // the reason it was first persisted dead with
 }
+
+// identity is what of a record may never change once it is accepted.
+// Views keep it rather than the first record whole: they are many, and
+// the rest of that record is never read again.
+type identity struct {
+	seq        uint64
+	acceptedAt time.Time
+	payload    []byte
+}
+
+func identityOf(r *machine.Record) identity {
+	return identity{seq: r.Seq, acceptedAt: r.AcceptedAt, payload: r.Payload}
+}
+
+// slabSize is the room of a new slab of per-event state, given the store's
+// final records (nearly every event of the stream, but only that stream's)
+// and the events already held: the first slab fits the final records, a
+// later one (a broken run, with events the store lost) as many again.
+func slabSize(final, held int) int { return max(8, final, held) }
 
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
@@ -122,7 +141,7 @@ func (c *checker) view(id string) *eventView {
 	v := c.events[id]
 	if v == nil {
 		if len(c.slab) == cap(c.slab) {
-			c.slab = make([]eventView, 0, max(64, len(c.run.Final)))
+			c.slab = make([]eventView, 0, slabSize(len(c.run.Final), len(c.events)))
 		}
 		c.slab = append(c.slab, eventView{})
 		v = &c.slab[len(c.slab)-1]
@@ -188,7 +207,7 @@ func (c *checker) persisted(e *Entry) {
 	if !v.persisted {
 		v.persisted = true
 		v.seq = r.Seq
-		v.first = r
+		v.first = identityOf(&r)
 		c.order = append(c.order, r.ID)
 		v.pos = c.strict.add(r.Seq)
 	} else {
@@ -196,7 +215,7 @@ func (c *checker) persisted(e *Entry) {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
-		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.AcceptedAt) || !bytes.Equal(r.Payload, v.first.Payload)) {
+		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
 			v.rewritten = true // reported once
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
@@ -223,7 +242,7 @@ func (c *checker) persisted(e *Entry) {
 		v.doneAt = e.At
 	}
 	if r.State == machine.Dead && !v.everDead {
-		v.everDead, v.deadRec = true, r
+		v.everDead, v.deadAs = true, r.Reason
 		c.deserved(e, v)
 	}
 	v.rec = r
@@ -273,9 +292,9 @@ func (c *checker) deserved(e *Entry, v *eventView) {
 		}
 	case machine.Expired:
 		// Dead at MaxAge, or when the next attempt would come after it.
-		earliest := v.first.AcceptedAt.Add(p.MaxAge - max(p.MaxBackoff, p.MaxRetryAfter) - c.run.Slack)
+		earliest := v.first.acceptedAt.Add(p.MaxAge - max(p.MaxBackoff, p.MaxRetryAfter) - c.run.Slack)
 		if e.At.Before(earliest) {
-			c.fail(DeadDeserved, r.ID, e.Step, "dead (expired) %v after acceptance; MaxAge is %v", e.At.Sub(v.first.AcceptedAt), p.MaxAge)
+			c.fail(DeadDeserved, r.ID, e.Step, "dead (expired) %v after acceptance; MaxAge is %v", e.At.Sub(v.first.acceptedAt), p.MaxAge)
 		}
 	case machine.Rejected:
 		if !v.refused && len(r.Payload) <= p.MaxPayloadBytes {
@@ -353,13 +372,13 @@ func (c *checker) final() {
 		r, ok := final[id]
 		switch {
 		case !ok && v.everDead:
-			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadRec.Reason)
+			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
 			continue
 		case !ok:
 			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
 			continue
-		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadRec.Reason):
-			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadRec.Reason, describe(r))
+		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
+			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(r))
 		case r.State == machine.Delivered && v.applied == 0:
 			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
 		case !r.State.Terminal() && c.run.Finished:
@@ -373,7 +392,7 @@ func (c *checker) final() {
 // liveness checks that the event settled by its deadline.
 func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
 	p := c.run.Policy
-	accepted := v.first.AcceptedAt // the final record's could have been rewritten
+	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {
 		from := accepted

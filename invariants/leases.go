@@ -95,7 +95,7 @@ func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
 		return
 	}
 	r := e.Record
-	if r.Seq != v.first.Seq || !r.AcceptedAt.Equal(v.first.AcceptedAt) || !bytes.Equal(r.Payload, v.first.Payload) {
+	if r.Seq != v.first.seq || !r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload) {
 		p.fail(Producers, e.ID, e.Step, "a re-offer of an acknowledged ID changed its record (seq, acceptance time or payload)")
 	}
 }

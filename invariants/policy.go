@@ -69,9 +69,10 @@ type policy struct {
 }
 
 type policyEvent struct {
-	first, rec machine.Record
-	writer     writer    // worker and incarnation that persisted rec
-	failedAt   time.Time // when its latest attempt was persisted as failed
+	first    identity
+	rec      machine.Record
+	writer   writer    // worker and incarnation that persisted rec
+	failedAt time.Time // when its latest attempt was persisted as failed
 }
 
 type flight struct {
@@ -172,9 +173,9 @@ func (p *policy) persisted(e *Entry) {
 		// A new event: its previous version is the zero record (an event
 		// accepted and sent in one batch is first persisted with attempt 1).
 		if len(p.slab) == cap(p.slab) {
-			p.slab = make([]policyEvent, 0, max(64, len(p.run.Final)))
+			p.slab = make([]policyEvent, 0, slabSize(len(p.run.Final), len(p.events)))
 		}
-		p.slab = append(p.slab, policyEvent{first: r, rec: machine.Record{NextAt: r.AcceptedAt}})
+		p.slab = append(p.slab, policyEvent{first: identityOf(&r), rec: machine.Record{NextAt: r.AcceptedAt}})
 		v = &p.slab[len(p.slab)-1]
 		p.events[r.ID] = v
 	} else {
@@ -212,8 +213,8 @@ func (p *policy) persisted(e *Entry) {
 // started judges attempt r.Attempts as it is persisted, before its send.
 func (p *policy) started(e *Entry, w *workerState, v *policyEvent) {
 	r, prev, pol := e.Record, v.rec, p.run.Policy
-	if deadline := v.first.AcceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
-		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.AcceptedAt), pol.MaxAge)
+	if deadline := v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
+		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
 	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && e.At.Add(p.run.Skew).Before(prev.NextAt) {
 		inv := Recovery
@@ -317,7 +318,7 @@ func (p *policy) parkingDue(e *Entry, w *workerState, what string) {
 	for id := range w.parkOwed {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(p.events[a].first.Seq, p.events[b].first.Seq) })
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(p.events[a].first.seq, p.events[b].first.seq) })
 	id := ids[0]
 	p.fail(Parking, id, e.Step, "still %s when %s sent a %s with its circuit open (since step %d; %d records not parked)",
 		p.events[id].rec.State, nameOf(w.name), what, w.parkOwed[id], len(ids))
