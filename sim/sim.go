@@ -123,9 +123,10 @@ type sim struct {
 	end time.Time
 
 	// streams are the streams' names; runs their observation logs, by
-	// index.
+	// index, filled from log when the run ends.
 	streams []string
 	runs    []invariants.Run
+	log     *obsLog
 	obs     []invariants.Entry // reused by observed
 	trace   []string           // the text of every line, with Options.Trace
 	hash    hash.Hash          // of the encoded lines (trace.go)
@@ -177,16 +178,11 @@ func (s *sim) initStreams() {
 	n := max(w.Streams, 1)
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
+	s.log = newObsLog(n)
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
 		s.streams[i] = StreamName(i, n)
 		r := &s.runs[i]
-		// The log is the run's largest allocation: size it for the usual
-		// eight to ten entries per event (persist, ack, persist the
-		// attempt, send, apply, reply, persist the outcome; parking and
-		// faults add some), so that a long run does not copy it as it
-		// grows.
-		r.Entries = make([]invariants.Entry, 0, 10*w.Events/n+64)
 		r.Policy = w.Policy
 		r.ReceiverFences = w.Receiver.Fence
 		if w.FaultsEnd > 0 {
@@ -235,7 +231,7 @@ func (s *sim) streamOf(id string) int {
 // observeIn logs e in the log of stream i.
 func (s *sim) observeIn(i int, e invariants.Entry) {
 	e.At = s.now
-	s.runs[i].Add(e)
+	s.log.add(i, &e)
 }
 
 // observeAll logs e, which concerns every stream, in every log.
@@ -298,6 +294,8 @@ func (s *sim) simulate() error {
 		s.now = h.at
 		h.do()
 	}
+	s.log.cut(s.runs)
+	s.log = nil
 	for i := range s.runs {
 		s.runs[i].Finished = true
 		s.runs[i].Final = s.store.Records(s.streams[i])
