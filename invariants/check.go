@@ -103,9 +103,28 @@ func slabSize(final, held int) int { return max(8, final, held) }
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
-	// The store's final records are nearly every event: size for them.
-	c := checker{run: run, events: make(map[string]*eventView, len(run.Final)), circuit: map[string]machine.Circuit{}, flying: map[string]map[attemptKey]time.Time{}}
-	p := newPolicy(run, c.fail)
+	var k Checker
+	return k.Check(run)
+}
+
+// Checker judges runs one after another, as Check does, reusing its maps
+// and slabs from one run to the next: a simulator that judges each of a
+// run's streams, or many runs, allocates them once. The zero Checker is
+// ready to use. It is not safe for concurrent use.
+type Checker struct {
+	c checker
+	p policy
+}
+
+// Check judges run as the package's Check does. The result is the
+// caller's: the Checker keeps nothing of it.
+func (k *Checker) Check(run Run) []Violation {
+	c, p := &k.c, &k.p
+	c.reset(run)
+	p.reset(run)
+	if p.fail == nil {
+		p.fail = c.fail
+	}
 	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range run.Entries {
 		e := &run.Entries[i]
@@ -114,7 +133,28 @@ func Check(run Run) []Violation {
 	}
 	p.final()
 	c.final()
-	return c.out
+	out := c.out
+	c.out = nil
+	return out
+}
+
+// reset readies c for run, keeping the room its maps and slabs have.
+func (c *checker) reset(run Run) {
+	c.run = run
+	if c.events == nil {
+		// The store's final records are nearly every event: size for them.
+		c.events = make(map[string]*eventView, len(run.Final))
+		c.circuit = map[string]machine.Circuit{}
+		c.flying = map[string]map[attemptKey]time.Time{}
+	} else {
+		clear(c.events)
+		clear(c.circuit)
+		clear(c.flying)
+	}
+	c.slab = c.slab[:0] // views are appended whole: nothing of the last run shows
+	c.order = c.order[:0]
+	c.strict.reset()
+	c.newest, c.applied, c.out = 0, 0, nil
 }
 
 type checker struct {

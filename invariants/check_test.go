@@ -790,15 +790,17 @@ func TestCheck(t *testing.T) {
 			b := newLog(policy())
 			want := tt.build(b)
 			var got []found
-			for _, v := range invariants.Check(b.run) {
+			vs := invariants.Check(b.run)
+			for _, v := range vs {
 				if untimed[v.Invariant] {
 					continue
 				}
 				got = append(got, found{v.Invariant, v.ID, v.Step})
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s\nCheck mismatch (-want +got):\n%s\nfull report: %v", tt.reason, diff, invariants.Check(b.run))
+				t.Errorf("%s\nCheck mismatch (-want +got):\n%s\nfull report: %v", tt.reason, diff, vs)
 			}
+			sameWithReused(t, b.run, vs)
 		})
 	}
 }

@@ -32,6 +32,11 @@ func (o *strictOrder) add(seq uint64) int {
 	return len(o.maxSeq) - 1
 }
 
+// reset empties o, keeping its room.
+func (o *strictOrder) reset() {
+	o.maxSeq, o.terminal, o.inHeap, o.open = o.maxSeq[:0], o.terminal[:0], o.inHeap[:0], o.open[:0]
+}
+
 // set records whether the latest record at position pos is terminal.
 func (o *strictOrder) set(pos int, terminal bool) {
 	o.terminal[pos] = terminal

@@ -99,18 +99,50 @@ type workerState struct {
 	parkOwed  map[string]int    // waiting records not yet persisted parked, with the step that owes it
 }
 
-func newPolicy(run Run, fail func(inv, id string, step int, format string, args ...any)) *policy {
-	return &policy{run: run, fail: fail, events: make(map[string]*policyEvent, len(run.Final)), workers: map[string]*workerState{},
-		leases: leases{tokens: map[uint64]lease{}, held: map[string]uint64{}}, producers: producers{acked: map[string]uint64{}, pending: map[string]int{}}}
+// reset readies p for run, keeping the room its maps and slabs have. A
+// worker it knew is kept, as fresh as worker would make it.
+func (p *policy) reset(run Run) {
+	p.run = run
+	if p.events == nil {
+		p.events = make(map[string]*policyEvent, len(run.Final))
+		p.workers = map[string]*workerState{}
+		p.leases = leases{tokens: map[uint64]lease{}, held: map[string]uint64{}}
+		p.producers = producers{acked: map[string]uint64{}, pending: map[string]int{}}
+	} else {
+		clear(p.events)
+		for _, w := range p.workers {
+			w.reset(w.name, 1)
+		}
+		clear(p.tokens)
+		clear(p.held)
+		p.newest = 0
+		clear(p.acked)
+		clear(p.pending)
+	}
+	p.slab = p.slab[:0] // events are appended whole: nothing of the last run shows
+	p.live = 0
+	p.due = p.due[:0]
 }
 
 func (p *policy) worker(name string) *workerState {
 	w := p.workers[name]
 	if w == nil {
-		w = &workerState{name: name, inc: 1, flying: map[string]flight{}, replies: map[string]*Entry{}, known: map[string]bool{}, parkOwed: map[string]int{}, probeOwed: -1}
+		w = &workerState{flying: map[string]flight{}, replies: map[string]*Entry{}, known: map[string]bool{}, parkOwed: map[string]int{}}
+		w.reset(name, 1)
 		p.workers[name] = w
 	}
 	return w
+}
+
+// reset makes w incarnation inc of worker name, owing nothing: its maps
+// are emptied, their room kept.
+func (w *workerState) reset(name string, inc int) {
+	clear(w.flying)
+	clear(w.replies)
+	clear(w.known)
+	clear(w.parkOwed)
+	*w = workerState{name: name, inc: inc, flying: w.flying, replies: w.replies,
+		known: w.known, parkOwed: w.parkOwed, probeOwed: -1}
 }
 
 // writer names a worker's incarnation. It is compared on every persisted
@@ -145,8 +177,8 @@ func (p *policy) entry(e *Entry) {
 		p.circuit(e)
 	case Restarted:
 		w := p.worker(e.Worker)
-		*w = workerState{name: w.name, inc: w.inc + 1, flying: map[string]flight{}, replies: map[string]*Entry{},
-			known: map[string]bool{}, parkOwed: map[string]int{}, probeOwed: -1, recovered: true}
+		w.reset(w.name, w.inc+1) // a fresh machine owes nothing
+		w.recovered = true
 		for id, v := range p.events {
 			if !v.rec.State.Terminal() {
 				w.known[id] = true

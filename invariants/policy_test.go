@@ -501,6 +501,23 @@ func checkPolicy(t *testing.T, reason string, run invariants.Run, want []found) 
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s\nCheck mismatch (-want +got):\n%s\nfull report: %v", reason, diff, vs)
 	}
+	sameWithReused(t, run, vs)
+}
+
+// reused is one Checker that judges every log of the table tests in turn:
+// whatever a log leaves in its maps and slabs must not show in the next.
+var reused invariants.Checker
+
+// sameWithReused checks that the reused Checker finds exactly what Check
+// found in run, twice: after other logs, then after run itself, whose
+// IDs, workers and tokens are all the same as the log it judges.
+func sameWithReused(t *testing.T, run invariants.Run, fresh []invariants.Violation) {
+	t.Helper()
+	for _, after := range []string{"other logs", "the same log"} {
+		if diff := cmp.Diff(fresh, reused.Check(run)); diff != "" {
+			t.Errorf("a Checker that judged %s first reports otherwise (-Check +Checker.Check):\n%s", after, diff)
+		}
+	}
 }
 
 func TestLeaseAndProducerRules(t *testing.T) {
