@@ -19,9 +19,12 @@ func BenchmarkScenario(b *testing.B) {
 			for b.Loop() {
 				seed := uint64(i%sc.SeedCount() + 1)
 				i++
-				if _, _, err := sc.Run(seed, sim.Options{}); err != nil {
+				r, _, err := sc.Run(seed, sim.Options{})
+				if err != nil {
 					b.Fatal(err)
 				}
+				sim.Recycle(r) // as simrun bench does
+
 			}
 		})
 	}
@@ -33,7 +36,8 @@ func BenchmarkSwarmSeed(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		RunSwarmSeed(uint64(i%1000+1), sim.Options{})
+		_, full := RunSwarmSeed(uint64(i%1000+1), sim.Options{})
+		sim.Recycle(full) // as a sweep does
 		i++
 	}
 }

@@ -72,12 +72,20 @@ func (s *sim) cover(f Fault, id string) {
 	}
 }
 
+// coverAll counts fault f meeting every state some record in the store
+// is in. Those states are kept until the store is written again (as
+// settled keeps its answer): a store outage refuses a call at every poll,
+// and each refusal is counted here.
 func (s *sim) coverAll(f Fault) {
-	var seen [machine.Dead + 1]bool
-	for _, r := range s.allRecords() {
-		seen[r.State] = true
+	if s.statesAt != s.writes {
+		s.statesAt, s.states = s.writes, [machine.Dead + 1]bool{}
+		for _, name := range s.streams {
+			for _, r := range s.store.Records(name) {
+				s.states[r.State] = true
+			}
+		}
 	}
-	for st, ok := range seen {
+	for st, ok := range s.states {
 		if ok {
 			s.stats.Coverage[f][st]++
 		}

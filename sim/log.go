@@ -19,49 +19,66 @@ type obsLog struct {
 	counts  []int   // entries per stream so far: the next entry's Step
 }
 
-// logPool keeps a few run buffers for the next runs on any goroutine: a
-// sweep's runs reuse them instead of growing new ones. A sync.Pool would
-// not do: the collector empties it every other cycle, and a sweep
-// collects every run or two. The pool is bounded in count and in the size
-// of what it keeps, so one huge run does not pin its buffer for good.
-var logPool struct {
-	sync.Mutex
-	free []*obsLog
+// pool keeps a few buffers for the next runs on any goroutine: a sweep's
+// runs reuse them instead of growing new ones. A sync.Pool would not do:
+// the collector empties it every other cycle, and a sweep collects every
+// run or two. A pool is bounded in count, and its user bounds the size of
+// what it keeps, so one huge run does not pin its buffers for good.
+type pool[T any] struct {
+	mu   sync.Mutex
+	free []T
 }
 
-const (
-	logPoolMax        = 16      // buffers kept
-	logPoolMaxEntries = 1 << 16 // the largest buffer kept, in entries (17 MB)
+// poolMax is how many buffers a pool keeps: a few per core.
+const poolMax = 16
+
+// poolMaxEntries is the largest buffer of entries kept, in entries (17 MB).
+const poolMaxEntries = 1 << 16
+
+func (p *pool[T]) get() (T, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var x T
+	n := len(p.free)
+	if n == 0 {
+		return x, false
+	}
+	x = p.free[n-1]
+	p.free = p.free[:n-1]
+	return x, true
+}
+
+func (p *pool[T]) put(x T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < poolMax {
+		p.free = append(p.free, x)
+	}
+}
+
+var (
+	logPool     pool[*obsLog]
+	slabPool    pool[[]invariants.Entry] // the logs of recycled results
+	checkerPool pool[*invariants.Checker]
 )
 
 func newObsLog(streams int) *obsLog {
-	logPool.Lock()
-	var l *obsLog
-	if n := len(logPool.free); n > 0 {
-		l = logPool.free[n-1]
-		logPool.free = logPool.free[:n-1]
-	}
-	logPool.Unlock()
-	if l == nil {
+	l, ok := logPool.get()
+	if !ok {
 		l = &obsLog{}
 	}
 	l.counts = append(l.counts[:0], make([]int, streams)...)
 	return l
 }
 
-// release empties l and keeps it for a later run, unless the pool is full
-// or l grew too large to keep.
+// release empties l and keeps it for a later run, unless it grew too
+// large to keep.
 func (l *obsLog) release() {
 	clear(l.entries) // drop what the entries point to: payloads, strings
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
-	if cap(l.entries) > logPoolMaxEntries {
-		return
+	if cap(l.entries) <= poolMaxEntries {
+		logPool.put(l)
 	}
-	logPool.Lock()
-	if len(logPool.free) < logPoolMax {
-		logPool.free = append(logPool.free, l)
-	}
-	logPool.Unlock()
 }
 
 // add logs e in stream i's log, numbering it.
@@ -72,11 +89,17 @@ func (l *obsLog) add(i int, e *invariants.Entry) {
 	l.streams = append(l.streams, int32(i))
 }
 
-// cut hands each run its stream's entries, in order, all in one
-// allocation, then releases the buffer. Each run's slice is
-// capped at its length, so appending to one cannot overwrite the next.
-func (l *obsLog) cut(runs []invariants.Run) {
-	all := make([]invariants.Entry, len(l.entries))
+// cut hands each run its stream's entries, in order, all in one slab (a
+// recycled result's if one is large enough), then releases the buffer.
+// Each run's slice is capped at its length, so appending to one cannot
+// overwrite the next. It returns the slab.
+func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
+	var all []invariants.Entry
+	if slab, ok := slabPool.get(); ok && cap(slab) >= len(l.entries) {
+		all = slab[:len(l.entries)] // every entry is overwritten below
+	} else {
+		all = make([]invariants.Entry, len(l.entries))
+	}
 	next := make([]int, len(runs)) // where stream i's next entry goes
 	at := 0
 	for i := range runs {
@@ -90,4 +113,18 @@ func (l *obsLog) cut(runs []invariants.Run) {
 		next[i]++
 	}
 	l.release()
+	return all
+}
+
+// Recycle lets later runs reuse the memory of r's observation logs. The
+// caller must be done with r: r.Run, r.Runs and every entry in them are
+// overwritten by a later run. Stats, Hash, Trace and Violations are not
+// touched. A sweep, which keeps only each run's summary, recycles every
+// run; anything that keeps a Result must not.
+func Recycle(r Result) {
+	if r.slab == nil || cap(r.slab) > poolMaxEntries {
+		return
+	}
+	clear(r.slab) // drop what the entries point to until they are reused
+	slabPool.put(r.slab[:0])
 }

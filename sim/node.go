@@ -51,13 +51,22 @@ type node struct {
 
 	frozenUntil time.Time // a stalled node does nothing before this
 	stalled     bool
+
+	// ownerName is owner() of incarnation ownerInc: it is asked for at
+	// every lease renewal.
+	ownerName string
+	ownerInc  int
 }
 
 func (n *node) owner() string {
-	if n.name == "" {
-		return fmt.Sprintf("sender#%d", n.inc)
+	if n.ownerInc != n.inc {
+		name := n.name
+		if name == "" {
+			name = "sender"
+		}
+		n.ownerName, n.ownerInc = name+"#"+strconv.Itoa(n.inc), n.inc
 	}
-	return fmt.Sprintf("%s#%d", n.name, n.inc)
+	return n.ownerName
 }
 
 // clock is the node's reading of the virtual clock, skew included.
@@ -241,19 +250,43 @@ func (s *sim) reschedule(n *node) {
 		return
 	}
 	n.wake++
-	token, inc := n.wake, n.inc
 	n.wakeAt = at
-	s.q.scheduleChore(at, func() {
-		if token != n.wake || inc != n.inc || n.down {
-			return // superseded by an earlier wake, or a crash
-		}
-		n.wakeAt = time.Time{}
-		if n.stalled {
-			s.later(n, n.frozenUntil, func() { s.reschedule(n) })
-			return
-		}
-		s.advance(n)
-	})
+	s.q.scheduleWake(at, n, n.inc, n.wake)
+}
+
+// happen makes h happen: a node's happening only if the node is still the
+// incarnation it was scheduled for.
+func (s *sim) happen(h *happening) {
+	switch h.what {
+	case doFunc:
+		h.do()
+	case doWake:
+		s.woken(h.n, int(h.inc), int(h.wake))
+	case doArrive:
+		s.arrive(h.f)
+	case doForNode, doAnswer:
+		s.forNode(h)
+	case doOffer:
+		s.offer(int(h.event), int(h.copy))
+	case doAckTimeout:
+		s.ackTimeout(int(h.event), int(h.copy))
+	default:
+		panic(fmt.Sprintf("sim: seed %d: a happening of unknown kind %d", s.seed, h.what))
+	}
+}
+
+// woken is n's scheduled Advance coming, as its wake number token of
+// incarnation inc.
+func (s *sim) woken(n *node, inc, token int) {
+	if token != n.wake || inc != n.inc || n.down {
+		return // superseded by an earlier wake, or a crash
+	}
+	n.wakeAt = time.Time{}
+	if n.stalled {
+		s.later(n, n.frozenUntil, func() { s.reschedule(n) })
+		return
+	}
+	s.advance(n)
 }
 
 // advance calls n's worker's Advance. If a pause is due, the node stalls
@@ -263,14 +296,17 @@ func (s *sim) reschedule(n *node) {
 // that stands between it and a stale write.
 func (s *sim) advance(n *node) {
 	at := n.clock(s.now)
-	advance := func() { s.call(n, at, func(at time.Time) worker.Effects { return n.w.Advance(bg, at) }) }
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
-		s.freeze(n, p.For, advance)
+		s.freeze(n, p.For, func() { s.advanceAt(n, at) })
 		return
 	}
-	advance()
+	s.advanceAt(n, at)
+}
+
+func (s *sim) advanceAt(n *node, at time.Time) {
+	s.call(n, at, func(at time.Time) worker.Effects { return n.w.Advance(bg, at) })
 }
 
 // call makes one call of n's worker at its clock reading at, then
@@ -300,19 +336,8 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 			s.note(n, opPastDeadline, str(x.ID), num(x.Attempt.Attempt))
 		}
 	}
-	perform := func() {
-		for _, x := range sends {
-			s.stats.Sends++
-			s.observe(invariants.Entry{Kind: invariants.Sent, Worker: n.name, Token: x.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt.Attempt})
-			s.send(n, x)
-		}
-		for _, p := range fx.Probes {
-			s.probe(n, p)
-		}
-		s.reschedule(n)
-	}
 	if len(sends) == 0 {
-		perform()
+		s.perform(n, nil, fx.Probes)
 		return
 	}
 	if p, ok := s.due(&s.pauses, n); ok {
@@ -323,10 +348,25 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 		for _, x := range sends {
 			s.cover(FaultPause, x.ID)
 		}
-		s.freeze(n, p.For, perform)
+		sends, probes := sends, fx.Probes // only a pause's closure holds them
+		s.freeze(n, p.For, func() { s.perform(n, sends, probes) })
 		return
 	}
-	perform()
+	s.perform(n, sends, fx.Probes)
+}
+
+// perform makes the sends and probes a call of n's worker handed out, then
+// sets its next Advance.
+func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
+	for _, x := range sends {
+		s.stats.Sends++
+		s.observe(invariants.Entry{Kind: invariants.Sent, Worker: n.name, Token: x.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt.Attempt})
+		s.send(n, x)
+	}
+	for _, p := range probes {
+		s.probe(n, p)
+	}
+	s.reschedule(n)
 }
 
 // deliver hands n's worker the outcome of one of its sends or probes.
@@ -337,19 +377,27 @@ func (s *sim) deliver(n *node, r worker.Reply) {
 // later schedules fn for node n at the instant at. When it comes, a node
 // that crashed since does nothing, and a stalled one does it when it wakes.
 func (s *sim) later(n *node, at time.Time, fn func()) {
-	inc := n.inc
-	s.q.schedule(at, func() {
-		switch {
-		case inc != n.inc || n.down:
-			return
-		case n.stalled:
-			// Queued behind the stall: the interrupted call, scheduled at
-			// frozenUntil first, must finish before anything else.
-			s.later(n, n.frozenUntil, fn)
-			return
-		}
-		fn()
-	})
+	s.q.scheduleFor(at, n, n.inc, fn)
+}
+
+// forNode makes h, scheduled for incarnation h.inc of node h.n (by later,
+// or a flight's answer), happen.
+func (s *sim) forNode(h *happening) {
+	n := h.n
+	switch {
+	case int(h.inc) != n.inc || n.down:
+		return
+	case n.stalled:
+		// Queued behind the stall: the interrupted call, scheduled at
+		// frozenUntil first, must finish before anything else.
+		s.q.postpone(n.frozenUntil, *h)
+		return
+	}
+	if h.what == doAnswer {
+		s.answer(h.f, h.answer)
+		return
+	}
+	h.do()
 }
 
 // crash kills node n: its worker and its memory are gone, its lease left
@@ -515,7 +563,8 @@ func (ns nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, li
 func (s *sim) enqueue(id string, payload []byte) {
 	stream := s.streams[s.streamOf(id)]
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
-	rec := stored.Machine()
+	s.scratchRecord = stored.Machine() // see scratchResult
+	rec := &s.scratchRecord
 	if err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
@@ -526,8 +575,8 @@ func (s *sim) enqueue(id string, payload []byte) {
 		return
 	}
 	if created {
-		s.persisted(nil, &rec)
-		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: rec})
+		s.persisted(nil, rec)
+		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: *rec})
 		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
 		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))

@@ -9,13 +9,43 @@ import (
 // happening is something scheduled to occur at a virtual instant. seq
 // breaks ties: two happenings at the same instant occur in the order they
 // were scheduled, so the run never depends on heap internals.
+//
+// A happening is one of a few kinds (what), each with the fields it needs,
+// rather than a closure: the commonest ones (a worker's next Advance, a
+// send's arrival and answers, an offer and its acknowledgement timeout)
+// then cost no allocation. A node's happenings (n set) occur only if the
+// node is still the incarnation inc; the simulator decides (happen).
 type happening struct {
-	key        int64 // at as nanoseconds since Epoch: the heap compares it
+	key        int64 // the instant, as nanoseconds since Epoch: the heap compares it
 	seq        uint64
-	at         time.Time
-	do         func()
+	do         func()  // doFunc, doForNode
+	n          *node   // doForNode, doWake, doAnswer
+	f          *flight // doArrive, doAnswer
+	inc        int32   // n's incarnation
+	wake       int32   // doWake: n's wake number
+	event      int32   // doOffer, doAckTimeout: the event's index in the workload
+	copy       int32   // doOffer, doAckTimeout: which offer of it
+	what       what
+	answer     uint8 // doAnswer: which of the flight's answers
 	background bool
 }
+
+// what is a happening's kind.
+type what uint8
+
+const (
+	doFunc       what = iota // do()
+	doForNode                // do(), for node n
+	doWake                   // node n's next Advance
+	doArrive                 // flight f reaches the receiver
+	doAnswer                 // one of flight f's answers reaches node n
+	doOffer                  // the producer offers an event
+	doAckTimeout             // the producer's wait for an offer's acknowledgement ends
+)
+
+// at is the happening's instant. Every instant of a run is Epoch plus a
+// duration, so this is the instant it was scheduled at, exactly.
+func (h *happening) at() time.Time { return Epoch.Add(time.Duration(h.key)) }
 
 // before orders happenings by instant, then by scheduling order.
 func (a *happening) before(b *happening) bool {
@@ -26,8 +56,8 @@ func (a *happening) before(b *happening) bool {
 }
 
 // queue is a binary min-heap of happenings held by value: scheduling one
-// allocates nothing but its closure, and comparing two is two integer
-// comparisons.
+// allocates nothing but its closure, if it has one, and comparing two is
+// two integer comparisons.
 type queue struct {
 	items []happening
 	seq   uint64
@@ -41,17 +71,58 @@ func (q *queue) Len() int { return len(q.items) }
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
-	q.push(at, do, false)
+	q.push(happening{key: key(at), do: do})
 }
 
 // scheduleChore schedules a background chore; see queue.foreground.
 func (q *queue) scheduleChore(at time.Time, do func()) {
-	q.push(at, do, true)
+	q.push(happening{key: key(at), do: do, background: true})
 }
 
-func (q *queue) push(at time.Time, do func(), background bool) {
+// scheduleFor schedules do for incarnation inc of node n.
+func (q *queue) scheduleFor(at time.Time, n *node, inc int, do func()) {
+	q.foreground++
+	q.push(happening{key: key(at), what: doForNode, do: do, n: n, inc: int32(inc)})
+}
+
+// scheduleWake schedules node n's next Advance, a background chore, as
+// its wake number wake of incarnation inc.
+func (q *queue) scheduleWake(at time.Time, n *node, inc, wake int) {
+	q.push(happening{key: key(at), what: doWake, n: n, inc: int32(inc), wake: int32(wake), background: true})
+}
+
+// scheduleArrival schedules flight f's arrival at the receiver.
+func (q *queue) scheduleArrival(at time.Time, f *flight) {
+	q.foreground++
+	q.push(happening{key: key(at), what: doArrive, f: f})
+}
+
+// scheduleAnswer schedules one of flight f's answers to its node.
+func (q *queue) scheduleAnswer(at time.Time, f *flight, which uint8) {
+	q.foreground++
+	q.push(happening{key: key(at), what: doAnswer, n: f.n, inc: int32(f.n.inc), f: f, answer: which})
+}
+
+// scheduleOffer schedules what (doOffer or doAckTimeout) for offer copy
+// of the workload's event i.
+func (q *queue) scheduleOffer(at time.Time, what what, i, copy int) {
+	q.foreground++
+	q.push(happening{key: key(at), what: what, event: int32(i), copy: int32(copy)})
+}
+
+// postpone schedules node happening h again, at at.
+func (q *queue) postpone(at time.Time, h happening) {
+	q.foreground++
+	h.key = key(at)
+	q.push(h)
+}
+
+func key(at time.Time) int64 { return int64(at.Sub(Epoch)) }
+
+func (q *queue) push(x happening) {
 	q.seq++
-	q.items = append(q.items, happening{key: int64(at.Sub(Epoch)), seq: q.seq, at: at, do: do, background: background})
+	x.seq = q.seq
+	q.items = append(q.items, x)
 	h := q.items
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
@@ -68,7 +139,7 @@ func (q *queue) next() happening {
 	top := h[0]
 	n := len(h) - 1
 	h[0] = h[n]
-	h[n] = happening{} // drop the closure
+	h[n] = happening{} // drop the closure and the node
 	h = h[:n]
 	for i := 0; ; {
 		small, l, r := i, 2*i+1, 2*i+2

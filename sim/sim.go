@@ -46,6 +46,8 @@ type Result struct {
 	Runs       []invariants.Run
 	Violations []invariants.Violation
 	Stats      Stats
+
+	slab []invariants.Entry // what the logs in Runs live in (Recycle)
 }
 
 // Stats summarise a run. Every figure is counted from what happened.
@@ -116,6 +118,11 @@ type sim struct {
 	// settled last looked (-1: never), and wasSettled what it saw.
 	writes, settledAt int
 	wasSettled        bool
+	unsettled         int // the stream settled last found unsettled
+	// states are the states of the store's records when the count was
+	// statesAt (-1: never), for coverAll.
+	statesAt int
+	states   [machine.Dead + 1]bool
 	// end is when the run stops if it has not settled: with no
 	// MaxDuration, one MaxAge, AttemptTimeout and a minute after the
 	// latest acceptance (backpressure can delay acceptances), by which
@@ -126,12 +133,17 @@ type sim struct {
 	// index, filled from log when the run ends.
 	streams []string
 	runs    []invariants.Run
-	log     *obsLog
-	obs     []invariants.Entry // reused by observed
-	trace   []string           // the text of every line, with Options.Trace
-	hash    hash.Hash          // of the encoded lines (trace.go)
-	enc     []byte             // encoded lines not yet fed to hash
-	stats   Stats
+	// scratchResult and scratchRecord hold a value whose address is
+	// handed to note, which would move a local to the heap.
+	scratchResult machine.Result
+	scratchRecord machine.Record
+	log           *obsLog
+	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
+	obs           []invariants.Entry // reused by observed
+	trace         []string           // the text of every line, with Options.Trace
+	hash          hash.Hash          // of the encoded lines (trace.go)
+	enc           []byte             // encoded lines not yet fed to hash
+	stats         Stats
 }
 
 // attemptKey names one attempt of one incarnation of a node.
@@ -154,6 +166,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		acked:     map[string]bool{},
 		answered:  map[attemptKey]bool{},
 		settledAt: -1,
+		statesAt:  -1,
 		hash:      sha256.New(),
 		enc:       make([]byte, 0, traceFlushBytes+256),
 	}
@@ -251,14 +264,13 @@ func (s *sim) simulate() error {
 	var lastOffer time.Duration
 	s.ids = make([]string, w.Events)
 	for i := range w.Events {
-		id := EventID(i)
-		s.ids[i] = id
+		s.ids[i] = EventID(i)
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
-		s.q.schedule(Epoch.Add(at), func() { s.offer(id, 1) })
+		s.q.scheduleOffer(Epoch.Add(at), doOffer, i, 1)
 		if w.Producer.SendTwice {
 			again := at + between(s.rProducer, 0, w.Producer.TwiceDelay)
-			s.q.schedule(Epoch.Add(again), func() { s.offer(id, 2) })
+			s.q.scheduleOffer(Epoch.Add(again), doOffer, i, 2)
 		}
 	}
 	// Restarts: fixed, then drawn.
@@ -283,18 +295,19 @@ func (s *sim) simulate() error {
 			break // only chores left, and nothing for them to do
 		}
 		h := s.q.next()
-		if h.at.After(s.end) {
+		at := h.at()
+		if at.After(s.end) {
 			s.now = s.end
 			s.note(nil, opStop, dur(s.end.Sub(Epoch)), num(s.q.Len()+1))
 			break
 		}
-		if h.at.Before(s.now) {
-			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, h.at.Sub(Epoch), s.now.Sub(Epoch)))
+		if at.Before(s.now) {
+			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at.Sub(Epoch), s.now.Sub(Epoch)))
 		}
-		s.now = h.at
-		h.do()
+		s.now = at
+		s.happen(&h)
 	}
-	s.log.cut(s.runs)
+	s.slab = s.log.cut(s.runs)
 	s.log = nil
 	for i := range s.runs {
 		s.runs[i].Finished = true
@@ -306,36 +319,38 @@ func (s *sim) simulate() error {
 
 // settled reports whether every record in the store is terminal. The
 // answer is kept until the store is written again: with only chores left,
-// the loop asks at every one of them.
+// the loop asks at every one of them. Streams are asked one at a time,
+// from the one that was unsettled last time (most likely still so), and
+// the first unsettled one ends the search: the store copies every record
+// it is asked for.
 func (s *sim) settled() bool {
 	if s.settledAt == s.writes {
 		return s.wasSettled
 	}
 	s.settledAt, s.wasSettled = s.writes, true
-	for _, r := range s.allRecords() {
-		if !r.State.Terminal() {
-			s.wasSettled = false
+	for k := range s.streams {
+		i := (s.unsettled + k) % len(s.streams)
+		if !allTerminal(s.store.Records(s.streams[i])) {
+			s.unsettled, s.wasSettled = i, false
 			break
 		}
 	}
 	return s.wasSettled
 }
 
-// allRecords is the store's content, stream by stream, each in acceptance
-// order.
-func (s *sim) allRecords() []machine.Record {
-	if len(s.streams) == 1 {
-		return s.store.Records(s.streams[0])
+func allTerminal(recs []machine.Record) bool {
+	for i := range recs {
+		if !recs[i].State.Terminal() {
+			return false
+		}
 	}
-	var all []machine.Record
-	for _, name := range s.streams {
-		all = append(all, s.store.Records(name)...)
-	}
-	return all
+	return true
 }
 
-// offer is the producer offering event id; copy counts its offers.
-func (s *sim) offer(id string, copy int) {
+// offer is the producer offering event i of the workload; copy counts
+// its offers.
+func (s *sim) offer(i, copy int) {
+	id := s.ids[i]
 	if s.firstOffer.IsZero() {
 		s.firstOffer = s.now
 	}
@@ -356,12 +371,16 @@ func (s *sim) offer(id string, copy int) {
 	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
 	s.enqueue(id, payload)
 	// The producer keeps the event until it is acknowledged.
-	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() {
-		if !s.acked[id] {
-			s.note(nil, opReoffer, str(id))
-			s.offer(id, copy+1)
-		}
-	})
+	s.q.scheduleOffer(s.now.Add(s.w.Producer.AckTimeout), doAckTimeout, i, copy)
+}
+
+// ackTimeout is the producer's wait for offer copy of event i ending: it
+// offers the event again if it is still not acknowledged.
+func (s *sim) ackTimeout(i, copy int) {
+	if id := s.ids[i]; !s.acked[id] {
+		s.note(nil, opReoffer, str(id))
+		s.offer(i, copy+1)
+	}
 }
 
 func (s *sim) latency() time.Duration {
@@ -382,72 +401,109 @@ func (s *sim) inWindows(ws []Window) bool {
 // exactly one outcome for it: the reply, or a timeout at ClientTimeout.
 func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
-	key := attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}
+	f := &flight{n: n, x: x, key: attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}}
 	attempt := x.Attempt.Attempt
-	answer := func(at time.Time, outcome machine.Outcome, retryAfter time.Duration, why string) {
-		s.later(n, at, func() {
-			if s.answered[key] {
-				s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
-				return
-			}
-			s.answered[key] = true
-			if why != "" {
-				s.note(n, opChannel, str(x.ID), num(attempt), str(why))
-			}
-			s.note(n, opIn, input(machine.Result{At: n.clock(s.now), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}))
-			s.deliver(n, reply(x, outcome, retryAfter))
-		})
-	}
-	answer(s.now.Add(c.ClientTimeout), machine.OutcomeTimedOut, 0, "client timeout")
+	s.q.scheduleAnswer(s.now.Add(c.ClientTimeout), f, answerTimeout)
 	switch {
 	case s.inWindows(c.Outages):
 		s.note(nil, opOutage, str(x.ID), num(attempt))
 		s.coverSend(x, FaultOutage)
-		answer(s.now.Add(c.LatencyMin), machine.OutcomeFailed, 0, "connection refused")
+		f.outcome, f.why = machine.OutcomeFailed, "connection refused"
+		s.q.scheduleAnswer(s.now.Add(c.LatencyMin), f, answerChannel)
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.note(nil, opFlap, str(x.ID), num(attempt))
 		s.coverSend(x, FaultFlap)
-		answer(s.now.Add(s.latency()), machine.OutcomeFailed, 0, "502 from the flapping link")
+		f.outcome, f.why = machine.OutcomeFailed, "502 from the flapping link"
+		s.q.scheduleAnswer(s.now.Add(s.latency()), f, answerChannel)
 		return
 	}
 	arrive := s.latency()
-	late := s.faulty() && chance(s.rChannel, c.LateRate)
-	if late {
+	f.late = s.faulty() && chance(s.rChannel, c.LateRate)
+	if f.late {
 		arrive += c.LateDelay
 		s.note(nil, opLate, str(x.ID), num(attempt), dur(c.LateDelay))
 	}
-	lose := s.faulty() && chance(s.rChannel, c.LostAckRate)
-	back := s.latency()
-	s.q.schedule(s.now.Add(arrive), func() {
-		if late {
-			s.cover(FaultLate, x.ID)
-		}
-		v := s.recv.deliver(s.streamOf(x.ID), x.ID, x.Seq)
-		switch v {
-		case rejectedPoison:
-			s.cover(FaultPoison, x.ID)
-		case rejectedStubborn:
-			s.cover(FaultStubborn, x.ID)
-		}
-		s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
-		switch v {
-		case applied:
-			s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
-		case duplicate, fenced:
-			s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
-		}
-		if lose {
-			s.note(nil, opLostAck, str(x.ID), num(attempt))
-			s.cover(FaultLostAck, x.ID)
-			return
-		}
-		var retryAfter time.Duration
-		if v == rejectedPoison || v == rejectedStubborn {
-			retryAfter = s.w.Receiver.RetryAfter
-		}
-		answer(s.now.Add(back), v.outcome(), retryAfter, "")
-	})
+	f.lose = s.faulty() && chance(s.rChannel, c.LostAckRate)
+	f.back = s.latency()
+	s.q.scheduleArrival(s.now.Add(arrive), f)
+}
+
+// flight is one attempt on the fake channel, from its send until the
+// sender has an outcome for it. Its happenings (the arrival at the
+// receiver, the client timeout, the channel's answer) point to it rather
+// than each holding a closure.
+type flight struct {
+	n          *node
+	x          worker.Send
+	key        attemptKey
+	late, lose bool
+	back       time.Duration // the reply's latency
+	// The channel's answer, besides the client timeout: a refusal, a
+	// failure, or the receiver's verdict.
+	outcome    machine.Outcome
+	retryAfter time.Duration
+	why        string
+}
+
+// Which of a flight's answers a happening is.
+const (
+	answerTimeout uint8 = iota + 1 // the client gave up: ClientTimeout
+	answerChannel                  // the channel's answer (flight.outcome)
+)
+
+// arrive is f reaching the receiver.
+func (s *sim) arrive(f *flight) {
+	x, attempt := f.x, f.x.Attempt.Attempt
+	if f.late {
+		s.cover(FaultLate, x.ID)
+	}
+	v := s.recv.deliver(s.streamOf(x.ID), x.ID, x.Seq)
+	switch v {
+	case rejectedPoison:
+		s.cover(FaultPoison, x.ID)
+	case rejectedStubborn:
+		s.cover(FaultStubborn, x.ID)
+	}
+	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
+	switch v {
+	case applied:
+		s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
+	case duplicate, fenced:
+		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
+	}
+	if f.lose {
+		s.note(nil, opLostAck, str(x.ID), num(attempt))
+		s.cover(FaultLostAck, x.ID)
+		return
+	}
+	f.outcome = v.outcome()
+	if v == rejectedPoison || v == rejectedStubborn {
+		f.retryAfter = s.w.Receiver.RetryAfter
+	}
+	s.q.scheduleAnswer(s.now.Add(f.back), f, answerChannel)
+}
+
+// answer hands f's sender one of its outcomes, unless it has one already.
+func (s *sim) answer(f *flight, which uint8) {
+	n, x, attempt := f.n, f.x, f.x.Attempt.Attempt
+	outcome, retryAfter, why := f.outcome, f.retryAfter, f.why
+	if which == answerTimeout {
+		outcome, retryAfter, why = machine.OutcomeTimedOut, 0, "client timeout"
+	}
+	if s.answered[f.key] {
+		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
+		return
+	}
+	s.answered[f.key] = true
+	if why != "" {
+		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
+	}
+	// Noted through a pointer to the sim's own scratch: a Result boxed as
+	// an Input would be an allocation per answer.
+	s.scratchResult = machine.Result{At: n.clock(s.now), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
+	s.note(n, opIn, input(&s.scratchResult))
+	s.deliver(n, reply(x, outcome, retryAfter))
 }
 
 // coverSend counts a fault that struck a send. A fenced-off owner's late
@@ -543,15 +599,22 @@ func (s *sim) result() Result {
 		Runs:       s.runs,
 		Violations: s.check(),
 		Stats:      st,
+		slab:       s.slab,
 	}
 }
 
-// check judges every stream's log, in stream order.
+// check judges every stream's log, in stream order, with one checker
+// whose memory serves every stream, and then later runs.
 func (s *sim) check() []invariants.Violation {
 	var out []invariants.Violation
-	for _, run := range s.runs {
-		out = append(out, invariants.Check(run)...)
+	k, ok := checkerPool.get()
+	if !ok {
+		k = new(invariants.Checker)
 	}
+	for _, run := range s.runs {
+		out = append(out, k.Check(run)...)
+	}
+	checkerPool.put(k)
 	return out
 }
 

@@ -291,12 +291,9 @@ func appendInput(b []byte, in machine.Input) []byte {
 		b = append(b, inTick)
 		return appendInstant(b, in.At)
 	case machine.Result:
-		b = append(b, inResult)
-		b = appendString(b, in.ID)
-		b = binary.AppendVarint(b, int64(in.Attempt))
-		b = append(b, byte(in.Outcome))
-		b = binary.AppendVarint(b, int64(in.RetryAfter))
-		return appendInstant(b, in.At)
+		return appendResult(b, &in)
+	case *machine.Result:
+		return appendResult(b, in)
 	case machine.ProbeResult:
 		b = append(b, inProbeResult)
 		b = binary.AppendUvarint(b, in.N)
@@ -311,4 +308,15 @@ func appendInput(b []byte, in machine.Input) []byte {
 	// hash still pins it.
 	b = append(b, 0)
 	return appendString(b, in.Format(Epoch))
+}
+
+// appendResult encodes a result, whether the input is the value or a
+// pointer to it (which the simulator passes to spare an allocation).
+func appendResult(b []byte, in *machine.Result) []byte {
+	b = append(b, inResult)
+	b = appendString(b, in.ID)
+	b = binary.AppendVarint(b, int64(in.Attempt))
+	b = append(b, byte(in.Outcome))
+	b = binary.AppendVarint(b, int64(in.RetryAfter))
+	return appendInstant(b, in.At)
 }

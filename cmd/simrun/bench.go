@@ -94,6 +94,7 @@ func benchScenario(sc scenarios.Scenario, n int) (string, error) {
 		}
 		events += r.Stats.Accepted
 		virtual += r.Stats.End
+		sim.Recycle(r) // only its stats are kept
 	}
 	secs := max(wall.Seconds(), 1e-9)
 	return strings.Join([]string{
