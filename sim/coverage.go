@@ -66,7 +66,14 @@ func (c *Coverage) Add(o Coverage) {
 	}
 }
 
+// cover counts fault f meeting event id in the state the store holds it
+// in, if it holds it. Only an enqueue the store acknowledged puts a record
+// in it: an event never acknowledged has none, and asking for it would
+// cost the store an error to say so (most first offers ask).
 func (s *sim) cover(f Fault, id string) {
+	if !s.acked[id] {
+		return
+	}
 	if r, err := s.store.Get(context.Background(), id); err == nil {
 		s.stats.Coverage[f][r.State]++
 	}

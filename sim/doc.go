@@ -62,5 +62,7 @@
 //
 // Run returns a Result: the stable trace lines (with Options.Trace), their
 // SHA-256, the observation log the invariants package judged, its
-// violations, and the run's Stats.
+// violations, and the run's Stats. A caller that keeps only the summary
+// (a sweep) hands the Result to Recycle, so that later runs reuse the
+// memory of its logs.
 package sim

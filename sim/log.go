@@ -12,11 +12,49 @@ import (
 // resends add entries at rates no world states), and growing one slice per
 // stream copied each 264-byte entry several times and left half of the
 // room unused. This buffer is internal to a run, so it is reused across
-// runs (logPool); the logs the Result holds are one exact allocation.
+// runs (buffers); the logs the Result holds are one exact allocation.
 type obsLog struct {
 	entries []invariants.Entry
 	streams []int32 // the stream of entries[i]
 	counts  []int   // entries per stream so far: the next entry's Step
+}
+
+// buffers are the memory a run uses only while it runs, reused by later
+// runs (bufferPool): the observation log, the event queue's heap, the
+// batch of observations a worker event makes, and the simulator's maps.
+type buffers struct {
+	log      obsLog
+	q        queue // its slices only
+	obs      []invariants.Entry
+	acked    map[string]bool
+	answered map[attemptKey]bool
+}
+
+// getBuffers returns empty buffers for a run with streams streams.
+func getBuffers(streams int) *buffers {
+	b, ok := bufferPool.get()
+	if !ok {
+		b = &buffers{acked: map[string]bool{}, answered: map[attemptKey]bool{}}
+	}
+	b.log.counts = append(b.log.counts[:0], make([]int, streams)...)
+	return b
+}
+
+// release empties b, the buffers of s, and keeps them for a later run,
+// unless the log grew too large to keep.
+func (b *buffers) release(s *sim) {
+	l := &b.log
+	clear(l.entries) // drop what the entries point to: payloads, strings
+	l.entries, l.streams = l.entries[:0], l.streams[:0]
+	clear(s.q.payloads) // what is left when a run stops at its time limit
+	b.q = queue{heap: s.q.heap[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
+	clear(s.obs)
+	b.obs = s.obs[:0]
+	clear(b.acked)
+	clear(b.answered)
+	if cap(l.entries) <= poolMaxEntries {
+		bufferPool.put(b)
+	}
 }
 
 // pool keeps a few buffers for the next runs on any goroutine: a sweep's
@@ -57,29 +95,10 @@ func (p *pool[T]) put(x T) {
 }
 
 var (
-	logPool     pool[*obsLog]
+	bufferPool  pool[*buffers]
 	slabPool    pool[[]invariants.Entry] // the logs of recycled results
 	checkerPool pool[*invariants.Checker]
 )
-
-func newObsLog(streams int) *obsLog {
-	l, ok := logPool.get()
-	if !ok {
-		l = &obsLog{}
-	}
-	l.counts = append(l.counts[:0], make([]int, streams)...)
-	return l
-}
-
-// release empties l and keeps it for a later run, unless it grew too
-// large to keep.
-func (l *obsLog) release() {
-	clear(l.entries) // drop what the entries point to: payloads, strings
-	l.entries, l.streams = l.entries[:0], l.streams[:0]
-	if cap(l.entries) <= poolMaxEntries {
-		logPool.put(l)
-	}
-}
 
 // add logs e in stream i's log, numbering it.
 func (l *obsLog) add(i int, e *invariants.Entry) {
@@ -90,7 +109,7 @@ func (l *obsLog) add(i int, e *invariants.Entry) {
 }
 
 // cut hands each run its stream's entries, in order, all in one slab (a
-// recycled result's if one is large enough), then releases the buffer.
+// recycled result's if one is large enough).
 // Each run's slice is capped at its length, so appending to one cannot
 // overwrite the next. It returns the slab.
 func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
@@ -112,7 +131,6 @@ func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
 		all[next[i]] = l.entries[j]
 		next[i]++
 	}
-	l.release()
 	return all
 }
 

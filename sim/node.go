@@ -264,7 +264,7 @@ func (s *sim) happen(h *happening) {
 		s.woken(h.n, int(h.inc), int(h.wake))
 	case doArrive:
 		s.arrive(h.f)
-	case doForNode, doAnswer:
+	case doForNode, doAnswer, doProbeAnswer:
 		s.forNode(h)
 	case doOffer:
 		s.offer(int(h.event), int(h.copy))
@@ -381,7 +381,7 @@ func (s *sim) later(n *node, at time.Time, fn func()) {
 }
 
 // forNode makes h, scheduled for incarnation h.inc of node h.n (by later,
-// or a flight's answer), happen.
+// or a flight's or probe's answer), happen.
 func (s *sim) forNode(h *happening) {
 	n := h.n
 	switch {
@@ -393,11 +393,14 @@ func (s *sim) forNode(h *happening) {
 		s.q.postpone(n.frozenUntil, *h)
 		return
 	}
-	if h.what == doAnswer {
+	switch h.what {
+	case doAnswer:
 		s.answer(h.f, h.answer)
-		return
+	case doProbeAnswer:
+		s.probeAnswer(h.probe)
+	default:
+		h.do()
 	}
-	h.do()
 }
 
 // crash kills node n: its worker and its memory are gone, its lease left

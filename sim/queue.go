@@ -12,19 +12,20 @@ import (
 //
 // A happening is one of a few kinds (what), each with the fields it needs,
 // rather than a closure: the commonest ones (a worker's next Advance, a
-// send's arrival and answers, an offer and its acknowledgement timeout)
+// send's arrival and answers, a probe's answer, an offer and its
+// acknowledgement timeout)
 // then cost no allocation. A node's happenings (n set) occur only if the
 // node is still the incarnation inc; the simulator decides (happen).
 type happening struct {
-	key        int64 // the instant, as nanoseconds since Epoch: the heap compares it
-	seq        uint64
-	do         func()  // doFunc, doForNode
-	n          *node   // doForNode, doWake, doAnswer
-	f          *flight // doArrive, doAnswer
-	inc        int32   // n's incarnation
-	wake       int32   // doWake: n's wake number
-	event      int32   // doOffer, doAckTimeout: the event's index in the workload
-	copy       int32   // doOffer, doAckTimeout: which offer of it
+	key        int64    // the instant, as nanoseconds since Epoch
+	do         func()   // doFunc, doForNode
+	n          *node    // doForNode, doWake, doAnswer, doProbeAnswer
+	f          *flight  // doArrive, doAnswer
+	probe      *probing // doProbeAnswer
+	inc        int32    // n's incarnation
+	wake       int32    // doWake: n's wake number
+	event      int32    // doOffer, doAckTimeout: the event's index in the workload
+	copy       int32    // doOffer, doAckTimeout: which offer of it
 	what       what
 	answer     uint8 // doAnswer: which of the flight's answers
 	background bool
@@ -34,40 +35,53 @@ type happening struct {
 type what uint8
 
 const (
-	doFunc       what = iota // do()
-	doForNode                // do(), for node n
-	doWake                   // node n's next Advance
-	doArrive                 // flight f reaches the receiver
-	doAnswer                 // one of flight f's answers reaches node n
-	doOffer                  // the producer offers an event
-	doAckTimeout             // the producer's wait for an offer's acknowledgement ends
+	doFunc        what = iota // do()
+	doForNode                 // do(), for node n
+	doWake                    // node n's next Advance
+	doArrive                  // flight f reaches the receiver
+	doAnswer                  // one of flight f's answers reaches node n
+	doProbeAnswer             // a probe's answer reaches node n
+	doOffer                   // the producer offers an event
+	doAckTimeout              // the producer's wait for an offer's acknowledgement ends
 )
 
 // at is the happening's instant. Every instant of a run is Epoch plus a
 // duration, so this is the instant it was scheduled at, exactly.
 func (h *happening) at() time.Time { return Epoch.Add(time.Duration(h.key)) }
 
+// slot is a happening's place in the heap: its instant and scheduling
+// order, which the heap compares, and where its payload is. It holds no
+// pointer, so moving one costs no write barrier and the collector need not
+// scan the heap.
+type slot struct {
+	key  int64
+	seq  uint64
+	slot int32 // index in queue.payloads
+}
+
 // before orders happenings by instant, then by scheduling order.
-func (a *happening) before(b *happening) bool {
+func (a *slot) before(b *slot) bool {
 	if a.key != b.key {
 		return a.key < b.key
 	}
 	return a.seq < b.seq
 }
 
-// queue is a binary min-heap of happenings held by value: scheduling one
-// allocates nothing but its closure, if it has one, and comparing two is
-// two integer comparisons.
+// queue is a binary min-heap of happenings: slots compared by two
+// integers, payloads held by value in a slab apart, their places reused.
+// Scheduling one allocates nothing but its closure, if it has one.
 type queue struct {
-	items []happening
-	seq   uint64
+	heap     []slot
+	payloads []happening
+	free     []int32 // places in payloads not in use
+	seq      uint64
 	// foreground counts the pending happenings that are not background
 	// chores (a worker's periodic poll): a run with only chores left has
 	// nothing more to happen unless there is still work in the store.
 	foreground int
 }
 
-func (q *queue) Len() int { return len(q.items) }
+func (q *queue) Len() int { return len(q.heap) }
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
@@ -103,6 +117,12 @@ func (q *queue) scheduleAnswer(at time.Time, f *flight, which uint8) {
 	q.push(happening{key: key(at), what: doAnswer, n: f.n, inc: int32(f.n.inc), f: f, answer: which})
 }
 
+// scheduleProbeAnswer schedules the answer to probe pr.
+func (q *queue) scheduleProbeAnswer(at time.Time, pr *probing) {
+	q.foreground++
+	q.push(happening{key: key(at), what: doProbeAnswer, n: pr.n, inc: int32(pr.n.inc), probe: pr})
+}
+
 // scheduleOffer schedules what (doOffer or doAckTimeout) for offer copy
 // of the workload's event i.
 func (q *queue) scheduleOffer(at time.Time, what what, i, copy int) {
@@ -120,10 +140,18 @@ func (q *queue) postpone(at time.Time, h happening) {
 func key(at time.Time) int64 { return int64(at.Sub(Epoch)) }
 
 func (q *queue) push(x happening) {
+	var at int32
+	if n := len(q.free); n > 0 {
+		at = q.free[n-1]
+		q.free = q.free[:n-1]
+		q.payloads[at] = x
+	} else {
+		at = int32(len(q.payloads))
+		q.payloads = append(q.payloads, x)
+	}
 	q.seq++
-	x.seq = q.seq
-	q.items = append(q.items, x)
-	h := q.items
+	q.heap = append(q.heap, slot{key: x.key, seq: q.seq, slot: at})
+	h := q.heap
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
 		if !h[i].before(&h[parent]) {
@@ -135,11 +163,10 @@ func (q *queue) push(x happening) {
 }
 
 func (q *queue) next() happening {
-	h := q.items
+	h := q.heap
 	top := h[0]
 	n := len(h) - 1
 	h[0] = h[n]
-	h[n] = happening{} // drop the closure and the node
 	h = h[:n]
 	for i := 0; ; {
 		small, l, r := i, 2*i+1, 2*i+2
@@ -155,11 +182,14 @@ func (q *queue) next() happening {
 		h[i], h[small] = h[small], h[i]
 		i = small
 	}
-	q.items = h
-	if !top.background {
+	q.heap = h
+	x := q.payloads[top.slot]
+	q.payloads[top.slot] = happening{} // drop the closure and the node
+	q.free = append(q.free, top.slot)
+	if !x.background {
 		q.foreground--
 	}
-	return top
+	return x
 }
 
 // stream returns an independent generator for one part of the world,

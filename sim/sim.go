@@ -136,8 +136,10 @@ type sim struct {
 	// scratchResult and scratchRecord hold a value whose address is
 	// handed to note, which would move a local to the heap.
 	scratchResult machine.Result
+	scratchProbe  machine.ProbeResult
 	scratchRecord machine.Record
-	log           *obsLog
+	buf           *buffers           // this run's, until it ends (result)
+	log           *obsLog            // in buf
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
 	obs           []invariants.Entry // reused by observed
 	trace         []string           // the text of every line, with Options.Trace
@@ -163,8 +165,6 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rChannel:  stream(seed, "channel"),
 		rRestart:  stream(seed, "restart"),
 		rLease:    stream(seed, "lease"),
-		acked:     map[string]bool{},
-		answered:  map[attemptKey]bool{},
 		settledAt: -1,
 		statesAt:  -1,
 		hash:      sha256.New(),
@@ -191,7 +191,10 @@ func (s *sim) initStreams() {
 	n := max(w.Streams, 1)
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
-	s.log = newObsLog(n)
+	s.buf = getBuffers(n)
+	s.log = &s.buf.log
+	s.acked, s.answered = s.buf.acked, s.buf.answered
+	s.q, s.obs = s.buf.q, s.buf.obs
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
 		s.streams[i] = StreamName(i, n)
@@ -308,7 +311,6 @@ func (s *sim) simulate() error {
 		s.happen(&h)
 	}
 	s.slab = s.log.cut(s.runs)
-	s.log = nil
 	for i := range s.runs {
 		s.runs[i].Finished = true
 		s.runs[i].Final = s.store.Records(s.streams[i])
@@ -531,27 +533,40 @@ func (s *sim) probe(n *node, p worker.Probe) {
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
-	s.later(n, s.now.Add(delay), func() {
-		o := machine.OutcomeDelivered
-		if !healthy {
-			o = machine.OutcomeFailed
-		}
-		s.note(n, opIn, input(machine.ProbeResult{At: n.clock(s.now), N: p.N, Healthy: healthy}))
-		s.deliver(n, p.Reply(channel.Outcome{Result: o}))
-	})
+	s.q.scheduleProbeAnswer(s.now.Add(delay), &probing{n: n, p: p, healthy: healthy})
+}
+
+// probing is one probe on the fake channel, until its answer comes.
+type probing struct {
+	n       *node
+	p       worker.Probe
+	healthy bool
+}
+
+// probeAnswer hands pr's answer to its node's worker.
+func (s *sim) probeAnswer(pr *probing) {
+	n, p := pr.n, pr.p
+	o := machine.OutcomeDelivered
+	if !pr.healthy {
+		o = machine.OutcomeFailed
+	}
+	s.scratchProbe = machine.ProbeResult{At: n.clock(s.now), N: p.N, Healthy: pr.healthy} // see scratchResult
+	s.note(n, opIn, input(&s.scratchProbe))
+	s.deliver(n, p.Reply(channel.Outcome{Result: o}))
 }
 
 func (s *sim) result() Result {
 	st := s.stats
-	var final []machine.Record
-	sends := map[string]int{}
+	// By the event's index in the workload: every record and every send
+	// is of one of its events.
+	sends := make([]int, len(s.ids))
+	final := make([]*machine.Record, len(s.ids)) // in the store at the end
 	for _, run := range s.runs {
-		final = append(final, run.Final...)
 		var newest uint64 // tokens are per stream
-		for _, e := range run.Entries {
-			switch e.Kind {
+		for i := range run.Entries {
+			switch e := &run.Entries[i]; e.Kind {
 			case invariants.Sent:
-				sends[e.ID]++
+				sends[s.eventIndex(e.ID)]++
 				if e.Token < newest {
 					st.ZombieSends++
 				}
@@ -561,22 +576,25 @@ func (s *sim) result() Result {
 			}
 		}
 	}
-	finalByID := make(map[string]machine.Record, len(final))
-	for _, r := range final {
-		finalByID[r.ID] = r
-		st.MaxSends = max(st.MaxSends, sends[r.ID])
-		if r.State == machine.Dead {
-			st.Dead++
+	for _, run := range s.runs {
+		for j := range run.Final {
+			r := &run.Final[j]
+			i := s.eventIndex(r.ID)
+			final[i] = r
+			st.MaxSends = max(st.MaxSends, sends[i])
+			if r.State == machine.Dead {
+				st.Dead++
+			}
 		}
 	}
 	// Counted per event of the workload, in a fixed order.
-	for _, id := range s.ids {
+	for i, id := range s.ids {
 		if !s.acked[id] {
 			continue
 		}
 		st.Accepted++
-		r, stored := finalByID[id]
-		if !stored || (s.recv.applied[id] == 0 && r.State != machine.Dead) {
+		r := final[i]
+		if r == nil || (s.recv.applied[id] == 0 && r.State != machine.Dead) {
 			st.Lost++
 		}
 		if s.recv.applied[id] > 1 {
@@ -590,7 +608,7 @@ func (s *sim) result() Result {
 		st.Drain = s.lastSettle.Sub(s.firstOffer)
 	}
 	st.End = s.now.Sub(Epoch)
-	return Result{
+	res := Result{
 		Seed:       s.seed,
 		World:      s.w,
 		Trace:      s.trace,
@@ -601,6 +619,20 @@ func (s *sim) result() Result {
 		Stats:      st,
 		slab:       s.slab,
 	}
+	s.buf.release(s)
+	s.buf, s.log, s.acked, s.answered, s.obs = nil, nil, nil, nil, nil
+	s.q = queue{}
+	return res
+}
+
+// eventIndex is the index in the workload of event id: EventID(i) is
+// event i.
+func (s *sim) eventIndex(id string) int {
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
+	if err != nil || i < 1 || i > len(s.ids) {
+		panic(fmt.Sprintf("sim: %q is not an event of the workload", id))
+	}
+	return i - 1
 }
 
 // check judges every stream's log, in stream order, with one checker

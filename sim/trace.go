@@ -295,14 +295,9 @@ func appendInput(b []byte, in machine.Input) []byte {
 	case *machine.Result:
 		return appendResult(b, in)
 	case machine.ProbeResult:
-		b = append(b, inProbeResult)
-		b = binary.AppendUvarint(b, in.N)
-		if in.Healthy {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-		return appendInstant(b, in.At)
+		return appendProbeResult(b, &in)
+	case *machine.ProbeResult:
+		return appendProbeResult(b, in)
 	}
 	// An input kind this encoder does not know: encode its text, so the
 	// hash still pins it.
@@ -310,13 +305,25 @@ func appendInput(b []byte, in machine.Input) []byte {
 	return appendString(b, in.Format(Epoch))
 }
 
-// appendResult encodes a result, whether the input is the value or a
-// pointer to it (which the simulator passes to spare an allocation).
+// appendResult and appendProbeResult encode a result, whether the input is
+// the value or a pointer to it (which the simulator passes to spare an
+// allocation).
 func appendResult(b []byte, in *machine.Result) []byte {
 	b = append(b, inResult)
 	b = appendString(b, in.ID)
 	b = binary.AppendVarint(b, int64(in.Attempt))
 	b = append(b, byte(in.Outcome))
 	b = binary.AppendVarint(b, int64(in.RetryAfter))
+	return appendInstant(b, in.At)
+}
+
+func appendProbeResult(b []byte, in *machine.ProbeResult) []byte {
+	b = append(b, inProbeResult)
+	b = binary.AppendUvarint(b, in.N)
+	if in.Healthy {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
 	return appendInstant(b, in.At)
 }
