@@ -171,6 +171,8 @@ type checker struct {
 	newest  uint64 // the newest fencing token granted
 	applied uint64 // highest seq applied (strict)
 	out     []Violation
+	// finalByID indexes Run.Final for final, kept for the next run.
+	finalByID map[string]*machine.Record
 }
 
 func (c *checker) fail(inv, id string, step int, format string, args ...any) {
@@ -399,17 +401,25 @@ func (v *eventView) sentBefore(n int) bool {
 }
 
 func (c *checker) final() {
-	final := make(map[string]machine.Record, len(c.run.Final))
+	if c.finalByID == nil {
+		c.finalByID = make(map[string]*machine.Record, len(c.run.Final))
+	}
+	final := c.finalByID
+	clear(final)
 	var end time.Time
-	for _, r := range c.run.Final {
-		final[r.ID] = r
+	for i := range c.run.Final {
+		final[c.run.Final[i].ID] = &c.run.Final[i]
 	}
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
 	for _, id := range c.order {
 		v := c.events[id]
-		r, ok := final[id]
+		rp, ok := final[id]
+		var r machine.Record
+		if ok {
+			r = *rp
+		}
 		switch {
 		case !ok && v.everDead:
 			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
