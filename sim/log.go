@@ -30,13 +30,21 @@ type buffers struct {
 	answered map[attemptKey]bool
 }
 
-// getBuffers returns empty buffers for a run with streams streams.
-func getBuffers(streams int) *buffers {
+// getBuffers returns empty buffers for a run with streams streams whose
+// log is expected to hold about entries entries.
+func getBuffers(streams, entries int) *buffers {
 	b, ok := bufferPool.get()
 	if !ok {
 		b = &buffers{acked: map[string]bool{}, answered: map[attemptKey]bool{}}
 	}
-	b.log.counts = append(b.log.counts[:0], make([]int, streams)...)
+	l := &b.log
+	l.counts = append(l.counts[:0], make([]int, streams)...)
+	if l.entries == nil { // handed to the last run (cut): a recycled one will do
+		l.entries, _ = slabPool.get()
+	}
+	if cap(l.entries) < entries {
+		l.entries = make([]invariants.Entry, 0, entries)
+	}
 	return b
 }
 
@@ -104,15 +112,30 @@ var (
 func (l *obsLog) add(i int, e *invariants.Entry) {
 	e.Step = l.counts[i]
 	l.counts[i]++
+	if len(l.entries) == cap(l.entries) {
+		// Double: append grows a long slice by a quarter at a time, which
+		// copies a long run's log several times over.
+		grown := make([]invariants.Entry, len(l.entries), 2*cap(l.entries)+64)
+		copy(grown, l.entries)
+		l.entries = grown
+	}
 	l.entries = append(l.entries, *e)
 	l.streams = append(l.streams, int32(i))
 }
 
 // cut hands each run its stream's entries, in order, all in one slab (a
-// recycled result's if one is large enough).
+// recycled result's if one is large enough); a lone stream gets the
+// buffer itself, which a later run then takes from Recycle.
 // Each run's slice is capped at its length, so appending to one cannot
 // overwrite the next. It returns the slab.
 func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
+	if len(runs) == 1 {
+		// The buffer is the one stream's log as it is: hand it over.
+		all, n := l.entries, len(l.entries)
+		runs[0].Entries = all[:n:n]
+		l.entries = nil
+		return all
+	}
 	var all []invariants.Entry
 	if slab, ok := slabPool.get(); ok && cap(slab) >= len(l.entries) {
 		all = slab[:len(l.entries)] // every entry is overwritten below

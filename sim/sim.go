@@ -191,7 +191,10 @@ func (s *sim) initStreams() {
 	n := max(w.Streams, 1)
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
-	s.buf = getBuffers(n)
+	// About ten entries per event (persist, ack, persist the attempt,
+	// send, apply, reply, persist the outcome; faults, parking and lease
+	// renewals add some): a long run then seldom grows its log.
+	s.buf = getBuffers(n, 10*w.Events+64)
 	s.log = &s.buf.log
 	s.acked, s.answered = s.buf.acked, s.buf.answered
 	s.q, s.obs = s.buf.q, s.buf.obs
