@@ -22,6 +22,10 @@ type Store struct {
 	unavailable func() bool
 
 	streams map[string]*stream
+	// byName is every stream of streams, sorted by name: the order
+	// ClaimDue and Streams take, kept rather than sorted on every call.
+	// Streams are never removed, so a new one is inserted in its place.
+	byName []*stream
 	// ids locates every record by ID, across streams: IDs are unique in
 	// the whole store, not per stream.
 	ids map[string]*store.Record
@@ -35,6 +39,7 @@ type Store struct {
 // exist with no records, when a lease was acquired on it before anything
 // was enqueued, or once retention deleted them all.
 type stream struct {
+	name    string
 	recs    []*store.Record // in Seq order; retention leaves gaps
 	lastSeq uint64          // the highest Seq ever assigned: never reused
 	lease   store.Held
@@ -80,8 +85,9 @@ func (s *Store) Records(streamName string) []machine.Record {
 		return nil
 	}
 	out := make([]machine.Record, len(st.recs))
+	buf := make([]byte, payloadBytes(st.recs))
 	for i, r := range st.recs {
-		out[i] = clone(*r).Machine()
+		out[i] = toMachine(r, &buf)
 	}
 	return out
 }
@@ -91,7 +97,13 @@ func (s *Store) Records(streamName string) []machine.Record {
 func (s *Store) Streams() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.streamNames()
+	names := make([]string, 0, len(s.byName))
+	for _, st := range s.byName {
+		if len(st.recs) > 0 {
+			names = append(names, st.name)
+		}
+	}
+	return names
 }
 
 // Enqueue implements store.Store.
@@ -153,16 +165,15 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 	}
 	var out []store.Lease
 	// Name order, not map order: which streams a claimer gets must not
-	// depend on the run.
-	for _, name := range s.streamNames() {
+	// depend on the run. A stream with no record has nothing due.
+	for _, st := range s.byName {
 		if len(out) == max {
 			break
 		}
-		st := s.streams[name]
-		if st.lease.ValidAt(now) || !hasDue(st.recs, now) {
+		if len(st.recs) == 0 || st.lease.ValidAt(now) || !hasDue(st.recs, now) {
 			continue
 		}
-		out = append(out, s.grant(name, st, owner, now, ttl))
+		out = append(out, s.grant(st.name, st, owner, now, ttl))
 	}
 	return out, nil
 }
@@ -254,13 +265,23 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	if err != nil {
 		return nil, err
 	}
-	var out []machine.Record
-	for _, r := range st.recs[st.firstAfter(after):] {
-		if len(out) == limit {
-			break
+	// Two passes: the first finds the page, so that the second can copy
+	// it with two allocations (records, payloads) whatever its length.
+	recs := st.recs[st.firstAfter(after):]
+	n, end, size := 0, 0, 0
+	for ; end < len(recs) && n < limit; end++ {
+		if r := recs[end]; !r.State.Terminal() {
+			n, size = n+1, size+len(r.Payload)
 		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]machine.Record, 0, n)
+	buf := make([]byte, size)
+	for _, r := range recs[:end] {
 		if !r.State.Terminal() {
-			out = append(out, clone(*r).Machine())
+			out = append(out, toMachine(r, &buf))
 		}
 	}
 	return out, nil
@@ -467,21 +488,12 @@ func (s *Store) checkAvailable(op string) error {
 func (s *Store) stream(name string) *stream {
 	st := s.streams[name]
 	if st == nil {
-		st = &stream{}
+		st = &stream{name: name}
 		s.streams[name] = st
+		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
+		s.byName = slices.Insert(s.byName, i, st)
 	}
 	return st
-}
-
-func (s *Store) streamNames() []string {
-	names := make([]string, 0, len(s.streams))
-	for name, st := range s.streams {
-		if len(st.recs) > 0 {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
 }
 
 // firstAfter is the index of the first record with Seq above after.
@@ -531,6 +543,32 @@ func hasDue(recs []*store.Record, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// payloadBytes is the total length of recs' payloads.
+func payloadBytes(recs []*store.Record) int {
+	n := 0
+	for _, r := range recs {
+		n += len(r.Payload)
+	}
+	return n
+}
+
+// toMachine is r in the machine's form (store.Record.Machine) with its
+// own copy of the payload, cut from the front of *buf: a page of records
+// takes one allocation for all its payloads instead of one each. Each
+// copy's capacity ends at its length, so appending to one never reaches
+// the next. A nil payload stays nil, as bytes.Clone leaves it.
+func toMachine(r *store.Record, buf *[]byte) machine.Record {
+	m := r.Machine()
+	if m.Payload != nil {
+		n := len(m.Payload)
+		p := (*buf)[:n:n]
+		copy(p, m.Payload)
+		*buf = (*buf)[n:]
+		m.Payload = p
+	}
+	return m
 }
 
 // clone copies r with its own payload and history, so that no caller
