@@ -135,6 +135,7 @@ type Worker struct {
 	cfg      Config
 	streams  map[string]*stream
 	order    []*stream // owned streams, by name: the order every pass takes
+	pass     []*stream // Advance's copy of order, kept to be reused
 	claimAt  time.Time
 	purgeAt  time.Time
 	gen      uint64
@@ -199,11 +200,16 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 	now = w.clock(now)
-	for _, st := range slices.Clone(w.order) {
+	// The pass takes a copy of order, which it changes as streams are lost
+	// or released; the copy's memory is reused from pass to pass (nothing
+	// in a pass calls Advance).
+	w.pass = append(w.pass[:0], w.order...)
+	for _, st := range w.pass {
 		if w.streams[st.lease.Stream] == st { // not lost or released meanwhile
 			w.advanceStream(ctx, st, now)
 		}
 	}
+	clear(w.pass) // keep no forgotten stream alive
 	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
 		w.claim(ctx, now)
 	}
