@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/courierlab/courier/channel"
@@ -110,6 +111,9 @@ func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machi
 		page, err := w.cfg.Store.Pending(ctx, st.lease, after, w.cfg.PageSize)
 		if err != nil {
 			return nil, err
+		}
+		if all == nil && len(page) > 0 && len(page) < w.cfg.PageSize {
+			return page, nil // one page: the store's copy is ours already
 		}
 		all = append(all, page...)
 		if len(page) < w.cfg.PageSize {
@@ -283,7 +287,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 		})
 	}
 	for _, p := range probes {
-		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: fmt.Sprint(p.N)})
+		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
 		w.out.Probes = append(w.out.Probes, Probe{
 			Stream: st.lease.Stream, Token: st.lease.Token, Gen: st.gen, N: p.N,
 			Deadline: st.expiresAt, Timeout: st.cfg.ProbeTimeout,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -235,7 +236,7 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 		if w.draining {
 			return w.flush() // nothing new goes out while draining
 		}
-		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: fmt.Sprint(r.Probe)})
+		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
 		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
 	} else {
 		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
