@@ -350,6 +350,10 @@ func (w *Worker) Streams() []Status {
 	return out
 }
 
+// Owned returns how many streams the worker holds a lease on: the length
+// of Streams, without building it.
+func (w *Worker) Owned() int { return len(w.order) }
+
 // Owns reports whether the worker holds a lease on stream.
 func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 

@@ -107,6 +107,34 @@ func (s *Store) Streams() []string {
 	return names
 }
 
+// StateCounts returns how many records of stream are in each state,
+// indexed by machine.State, whoever holds the stream. It is Records for a
+// caller that needs only the states (is everything settled? which states
+// were reached?), without copying a record.
+func (s *Store) StateCounts(streamName string) [machine.Dead + 1]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n [machine.Dead + 1]int
+	if st := s.streams[streamName]; st != nil {
+		for _, r := range st.recs {
+			n[r.State]++
+		}
+	}
+	return n
+}
+
+// State returns the state of the record with id, and false if there is
+// none: Get for a caller that needs only the state, without copying the
+// record or building an error.
+func (s *Store) State(id string) (machine.State, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.ids[id]; ok {
+		return r.State, true
+	}
+	return 0, false
+}
+
 // Enqueue implements store.Store.
 func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []byte) (store.Record, bool, error) {
 	if err := ctx.Err(); err != nil {

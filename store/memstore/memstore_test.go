@@ -174,6 +174,45 @@ func TestRecordsAndStreams(t *testing.T) {
 	}
 }
 
+// TestStates: StateCounts and State agree with Records and Get, for
+// every state, an unknown stream and an unknown ID.
+func TestStates(t *testing.T) {
+	s, _ := newStore(t)
+	for _, id := range []string{"p", "r", "k", "d", "x"} {
+		enqueue(t, s, "s", id)
+	}
+	l := acquire(t, s, "s", "w")
+	for id, st := range map[string]machine.State{"r": machine.Retry, "k": machine.Parked, "d": machine.Delivered, "x": machine.Dead} {
+		r := get(t, s, id).Machine()
+		r.Attempts = 1
+		save(t, s, l, r)
+		r.State = st
+		if st == machine.Dead {
+			r.Reason = machine.Rejected
+		}
+		save(t, s, l, r)
+	}
+	var want [machine.Dead + 1]int
+	for _, r := range s.Records("s") {
+		want[r.State]++
+		if got, ok := s.State(r.ID); !ok || got != r.State {
+			t.Errorf("State(%q) = %v, %v; want %v, true", r.ID, got, ok, r.State)
+		}
+	}
+	if want != [machine.Dead + 1]int{machine.Pending: 1, machine.Retry: 1, machine.Parked: 1, machine.Delivered: 1, machine.Dead: 1} {
+		t.Fatalf("the records' states are %v; the test meant one of each", want)
+	}
+	if got := s.StateCounts("s"); got != want {
+		t.Errorf("StateCounts(s) = %v, want %v", got, want)
+	}
+	if got := s.StateCounts("nope"); got != [machine.Dead + 1]int{} {
+		t.Errorf("StateCounts of an unknown stream = %v, want none", got)
+	}
+	if got, ok := s.State("nope"); ok {
+		t.Errorf("State of an unknown ID = %v, true; want false", got)
+	}
+}
+
 // TestCopiesAreTheCallers: Records and Pending copy a page's payloads
 // into one buffer; each copy is still the caller's alone, so writing into
 // one, or appending to it, changes neither its neighbours nor the store.
