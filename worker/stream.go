@@ -31,7 +31,9 @@ type stream struct {
 	adoptAt   time.Time        // next look for newly enqueued records
 	wakeAt    time.Time        // m's WakeAt; zero: none
 	idleSince time.Time        // zero unless m has nothing left to do
+	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
+	gone      bool             // forgotten (lost or released): a pass skips it
 }
 
 // leased records a grant or renewal whose call started at start.
@@ -96,9 +98,9 @@ func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
 		return
 	}
 	if st.idleSince.IsZero() {
-		st.idleSince = now
+		st.idleSince, st.releaseAt = now, now.Add(w.cfg.IdleRelease)
 	}
-	if !now.Before(st.idleSince.Add(w.cfg.IdleRelease)) {
+	if !now.Before(st.releaseAt) {
 		w.release(ctx, st, "nothing left to do")
 	}
 }

@@ -206,7 +206,7 @@ func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 	// in a pass calls Advance).
 	w.pass = append(w.pass[:0], w.order...)
 	for _, st := range w.pass {
-		if w.streams[st.lease.Stream] == st { // not lost or released meanwhile
+		if !st.gone { // not lost or released meanwhile
 			w.advanceStream(ctx, st, now)
 		}
 	}
@@ -302,7 +302,7 @@ func (w *Worker) Next() time.Time {
 				consider(st.wakeAt)
 			}
 			if !st.idleSince.IsZero() {
-				consider(st.idleSince.Add(w.cfg.IdleRelease))
+				consider(st.releaseAt)
 			}
 		}
 	}
@@ -420,6 +420,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 
 // forget removes a stream from the worker.
 func (w *Worker) forget(st *stream) {
+	st.gone = true
 	delete(w.streams, st.lease.Stream)
 	w.order = slices.DeleteFunc(w.order, func(o *stream) bool { return o == st })
 }
