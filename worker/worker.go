@@ -276,6 +276,9 @@ func (w *Worker) Notify(stream string) {
 func (w *Worker) Next() time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
+		if !next.IsZero() && !t.Before(next) {
+			return // not earlier, and neither is t raised to now
+		}
 		if t.Before(w.now) {
 			t = w.now // due already (a zero instant means at once)
 		}
