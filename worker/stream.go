@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/courierlab/courier/channel"
@@ -30,7 +31,9 @@ type stream struct {
 	adoptAt   time.Time        // next look for newly enqueued records
 	wakeAt    time.Time        // m's WakeAt; zero: none
 	idleSince time.Time        // zero unless m has nothing left to do
+	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
+	gone      bool             // forgotten (lost or released): a pass skips it
 }
 
 // leased records a grant or renewal whose call started at start.
@@ -95,9 +98,9 @@ func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
 		return
 	}
 	if st.idleSince.IsZero() {
-		st.idleSince = now
+		st.idleSince, st.releaseAt = now, now.Add(w.cfg.IdleRelease)
 	}
-	if !now.Before(st.idleSince.Add(w.cfg.IdleRelease)) {
+	if !now.Before(st.releaseAt) {
 		w.release(ctx, st, "nothing left to do")
 	}
 }
@@ -110,6 +113,9 @@ func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machi
 		page, err := w.cfg.Store.Pending(ctx, st.lease, after, w.cfg.PageSize)
 		if err != nil {
 			return nil, err
+		}
+		if all == nil && len(page) > 0 && len(page) < w.cfg.PageSize {
+			return page, nil // one page: the store's copy is ours already
 		}
 		all = append(all, page...)
 		if len(page) < w.cfg.PageSize {
@@ -283,7 +289,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 		})
 	}
 	for _, p := range probes {
-		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: fmt.Sprint(p.N)})
+		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
 		w.out.Probes = append(w.out.Probes, Probe{
 			Stream: st.lease.Stream, Token: st.lease.Token, Gen: st.gen, N: p.N,
 			Deadline: st.expiresAt, Timeout: st.cfg.ProbeTimeout,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,6 +136,7 @@ type Worker struct {
 	cfg      Config
 	streams  map[string]*stream
 	order    []*stream // owned streams, by name: the order every pass takes
+	pass     []*stream // Advance's copy of order, kept to be reused
 	claimAt  time.Time
 	purgeAt  time.Time
 	gen      uint64
@@ -199,11 +201,16 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 	now = w.clock(now)
-	for _, st := range slices.Clone(w.order) {
-		if w.streams[st.lease.Stream] == st { // not lost or released meanwhile
+	// The pass takes a copy of order, which it changes as streams are lost
+	// or released; the copy's memory is reused from pass to pass (nothing
+	// in a pass calls Advance).
+	w.pass = append(w.pass[:0], w.order...)
+	for _, st := range w.pass {
+		if !st.gone { // not lost or released meanwhile
 			w.advanceStream(ctx, st, now)
 		}
 	}
+	clear(w.pass) // keep no forgotten stream alive
 	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
 		w.claim(ctx, now)
 	}
@@ -229,7 +236,7 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 		if w.draining {
 			return w.flush() // nothing new goes out while draining
 		}
-		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: fmt.Sprint(r.Probe)})
+		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
 		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
 	} else {
 		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
@@ -269,6 +276,9 @@ func (w *Worker) Notify(stream string) {
 func (w *Worker) Next() time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
+		if !next.IsZero() && !t.Before(next) {
+			return // not earlier, and neither is t raised to now
+		}
 		if t.Before(w.now) {
 			t = w.now // due already (a zero instant means at once)
 		}
@@ -295,7 +305,7 @@ func (w *Worker) Next() time.Time {
 				consider(st.wakeAt)
 			}
 			if !st.idleSince.IsZero() {
-				consider(st.idleSince.Add(w.cfg.IdleRelease))
+				consider(st.releaseAt)
 			}
 		}
 	}
@@ -342,6 +352,10 @@ func (w *Worker) Streams() []Status {
 	}
 	return out
 }
+
+// Owned returns how many streams the worker holds a lease on: the length
+// of Streams, without building it.
+func (w *Worker) Owned() int { return len(w.order) }
 
 // Owns reports whether the worker holds a lease on stream.
 func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
@@ -409,6 +423,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 
 // forget removes a stream from the worker.
 func (w *Worker) forget(st *stream) {
+	st.gone = true
 	delete(w.streams, st.lease.Stream)
 	w.order = slices.DeleteFunc(w.order, func(o *stream) bool { return o == st })
 }

@@ -391,15 +391,21 @@ func TestBadPolicyGivesTheStreamBack(t *testing.T) {
 	}
 }
 
-// The worker owns at most MaxStreams streams.
+// The worker owns at most MaxStreams streams, and Owned counts them.
 func TestMaxStreams(t *testing.T) {
 	e := newEnv(t, func(c *worker.Config) { c.MaxStreams = 2 })
 	for _, s := range []string{"a", "b", "c"} {
 		e.enqueue(s, s+"1")
 	}
+	if e.w.Owned() != 0 {
+		t.Fatalf("Owned is %d before the first Advance; want 0", e.w.Owned())
+	}
 	fx := e.advance()
 	if len(e.w.Streams()) != 2 || len(fx.Sends) != 2 {
 		t.Fatalf("owns %d streams with %d sends; MaxStreams is 2", len(e.w.Streams()), len(fx.Sends))
+	}
+	if e.w.Owned() != len(e.w.Streams()) {
+		t.Fatalf("Owned is %d; Streams lists %d", e.w.Owned(), len(e.w.Streams()))
 	}
 }
 

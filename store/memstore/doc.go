@@ -20,7 +20,7 @@
 //
 // # Beyond the contract
 //
-// Three methods exist for the simulator and for tests, not for courier's
+// These methods exist for the simulator and for tests, not for courier's
 // runtime:
 //
 //   - SetUnavailable injects transient backend failures: while its
@@ -29,6 +29,8 @@
 //     reads keep working.
 //   - Records and Streams read everything the store holds, lease or no
 //     lease, so a checker can compare it with what was observed.
+//   - StateCounts and State read only the states (of a stream's records,
+//     of one record), copying nothing: for a caller that asks often.
 //
 // # Planted bug
 //

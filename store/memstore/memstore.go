@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ type Store struct {
 	unavailable func() bool
 
 	streams map[string]*stream
+	// byName is every stream of streams, sorted by name: the order
+	// ClaimDue and Streams take, kept rather than sorted on every call.
+	// Streams are never removed, so a new one is inserted in its place.
+	byName []*stream
 	// ids locates every record by ID, across streams: IDs are unique in
 	// the whole store, not per stream.
 	ids map[string]*store.Record
@@ -35,6 +40,7 @@ type Store struct {
 // exist with no records, when a lease was acquired on it before anything
 // was enqueued, or once retention deleted them all.
 type stream struct {
+	name    string
 	recs    []*store.Record // in Seq order; retention leaves gaps
 	lastSeq uint64          // the highest Seq ever assigned: never reused
 	lease   store.Held
@@ -80,8 +86,9 @@ func (s *Store) Records(streamName string) []machine.Record {
 		return nil
 	}
 	out := make([]machine.Record, len(st.recs))
+	buf := make([]byte, payloadBytes(st.recs))
 	for i, r := range st.recs {
-		out[i] = clone(*r).Machine()
+		out[i] = toMachine(r, &buf)
 	}
 	return out
 }
@@ -91,7 +98,41 @@ func (s *Store) Records(streamName string) []machine.Record {
 func (s *Store) Streams() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.streamNames()
+	names := make([]string, 0, len(s.byName))
+	for _, st := range s.byName {
+		if len(st.recs) > 0 {
+			names = append(names, st.name)
+		}
+	}
+	return names
+}
+
+// StateCounts returns how many records of stream are in each state,
+// indexed by machine.State, whoever holds the stream. It is Records for a
+// caller that needs only the states (is everything settled? which states
+// were reached?), without copying a record.
+func (s *Store) StateCounts(streamName string) [machine.Dead + 1]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n [machine.Dead + 1]int
+	if st := s.streams[streamName]; st != nil {
+		for _, r := range st.recs {
+			n[r.State]++
+		}
+	}
+	return n
+}
+
+// State returns the state of the record with id, and false if there is
+// none: Get for a caller that needs only the state, without copying the
+// record or building an error.
+func (s *Store) State(id string) (machine.State, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.ids[id]; ok {
+		return r.State, true
+	}
+	return 0, false
 }
 
 // Enqueue implements store.Store.
@@ -153,16 +194,15 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 	}
 	var out []store.Lease
 	// Name order, not map order: which streams a claimer gets must not
-	// depend on the run.
-	for _, name := range s.streamNames() {
+	// depend on the run. A stream with no record has nothing due.
+	for _, st := range s.byName {
 		if len(out) == max {
 			break
 		}
-		st := s.streams[name]
-		if st.lease.ValidAt(now) || !hasDue(st.recs, now) {
+		if len(st.recs) == 0 || st.lease.ValidAt(now) || !hasDue(st.recs, now) {
 			continue
 		}
-		out = append(out, s.grant(name, st, owner, now, ttl))
+		out = append(out, s.grant(st.name, st, owner, now, ttl))
 	}
 	return out, nil
 }
@@ -254,13 +294,23 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	if err != nil {
 		return nil, err
 	}
-	var out []machine.Record
-	for _, r := range st.recs[st.firstAfter(after):] {
-		if len(out) == limit {
-			break
+	// Two passes: the first finds the page, so that the second can copy
+	// it with two allocations (records, payloads) whatever its length.
+	recs := st.recs[st.firstAfter(after):]
+	n, end, size := 0, 0, 0
+	for ; end < len(recs) && n < limit; end++ {
+		if r := recs[end]; !r.State.Terminal() {
+			n, size = n+1, size+len(r.Payload)
 		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]machine.Record, 0, n)
+	buf := make([]byte, size)
+	for _, r := range recs[:end] {
 		if !r.State.Terminal() {
-			out = append(out, clone(*r).Machine())
+			out = append(out, toMachine(r, &buf))
 		}
 	}
 	return out, nil
@@ -332,10 +382,20 @@ func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	defer s.mu.Unlock()
 	r, ok := s.ids[id]
 	if !ok {
-		return store.Record{}, fmt.Errorf("%w: get %q", store.ErrNotFound, id)
+		return store.Record{}, &notFound{id: id}
 	}
 	return clone(*r), nil
 }
+
+// notFound is Get's store.ErrNotFound, which the simulator's coverage
+// gets for every ID it asks about before the producer has enqueued it. It
+// is one allocation, formatted only when read, into the text
+// fmt.Errorf("%w: get %q", store.ErrNotFound, id) would give.
+type notFound struct{ id string }
+
+func (e *notFound) Error() string { return store.ErrNotFound.Error() + ": get " + strconv.Quote(e.id) }
+
+func (e *notFound) Unwrap() error { return store.ErrNotFound }
 
 // DeadLetters implements store.Store.
 func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64, limit int) ([]store.Record, error) {
@@ -467,21 +527,12 @@ func (s *Store) checkAvailable(op string) error {
 func (s *Store) stream(name string) *stream {
 	st := s.streams[name]
 	if st == nil {
-		st = &stream{}
+		st = &stream{name: name}
 		s.streams[name] = st
+		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
+		s.byName = slices.Insert(s.byName, i, st)
 	}
 	return st
-}
-
-func (s *Store) streamNames() []string {
-	names := make([]string, 0, len(s.streams))
-	for name, st := range s.streams {
-		if len(st.recs) > 0 {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
 }
 
 // firstAfter is the index of the first record with Seq above after.
@@ -531,6 +582,32 @@ func hasDue(recs []*store.Record, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// payloadBytes is the total length of recs' payloads.
+func payloadBytes(recs []*store.Record) int {
+	n := 0
+	for _, r := range recs {
+		n += len(r.Payload)
+	}
+	return n
+}
+
+// toMachine is r in the machine's form (store.Record.Machine) with its
+// own copy of the payload, cut from the front of *buf: a page of records
+// takes one allocation for all its payloads instead of one each. Each
+// copy's capacity ends at its length, so appending to one never reaches
+// the next. A nil payload stays nil, as bytes.Clone leaves it.
+func toMachine(r *store.Record, buf *[]byte) machine.Record {
+	m := r.Machine()
+	if m.Payload != nil {
+		n := len(m.Payload)
+		p := (*buf)[:n:n]
+		copy(p, m.Payload)
+		*buf = (*buf)[n:]
+		m.Payload = p
+	}
+	return m
 }
 
 // clone copies r with its own payload and history, so that no caller

@@ -5,6 +5,7 @@ package memstore_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -170,6 +171,160 @@ func TestRecordsAndStreams(t *testing.T) {
 	}
 	if diff := cmp.Diff([]machine.Record(nil), s.Records("nope"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Records of an unknown stream (-want +got):\n%s", diff)
+	}
+}
+
+// TestStates: StateCounts and State agree with Records and Get, for
+// every state, an unknown stream and an unknown ID.
+func TestStates(t *testing.T) {
+	s, _ := newStore(t)
+	for _, id := range []string{"p", "r", "k", "d", "x"} {
+		enqueue(t, s, "s", id)
+	}
+	l := acquire(t, s, "s", "w")
+	for id, st := range map[string]machine.State{"r": machine.Retry, "k": machine.Parked, "d": machine.Delivered, "x": machine.Dead} {
+		r := get(t, s, id).Machine()
+		r.Attempts = 1
+		save(t, s, l, r)
+		r.State = st
+		if st == machine.Dead {
+			r.Reason = machine.Rejected
+		}
+		save(t, s, l, r)
+	}
+	var want [machine.Dead + 1]int
+	for _, r := range s.Records("s") {
+		want[r.State]++
+		if got, ok := s.State(r.ID); !ok || got != r.State {
+			t.Errorf("State(%q) = %v, %v; want %v, true", r.ID, got, ok, r.State)
+		}
+	}
+	if want != [machine.Dead + 1]int{machine.Pending: 1, machine.Retry: 1, machine.Parked: 1, machine.Delivered: 1, machine.Dead: 1} {
+		t.Fatalf("the records' states are %v; the test meant one of each", want)
+	}
+	if got := s.StateCounts("s"); got != want {
+		t.Errorf("StateCounts(s) = %v, want %v", got, want)
+	}
+	if got := s.StateCounts("nope"); got != [machine.Dead + 1]int{} {
+		t.Errorf("StateCounts of an unknown stream = %v, want none", got)
+	}
+	if got, ok := s.State("nope"); ok {
+		t.Errorf("State of an unknown ID = %v, true; want false", got)
+	}
+}
+
+// TestCopiesAreTheCallers: Records and Pending copy a page's payloads
+// into one buffer; each copy is still the caller's alone, so writing into
+// one, or appending to it, changes neither its neighbours nor the store.
+// A nil payload stays nil and an empty one empty, as bytes.Clone leaves
+// them.
+func TestCopiesAreTheCallers(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newStore(t)
+	enqueue(t, s, "s", "e1")
+	enqueue(t, s, "s", "e2")
+	if _, _, err := s.Enqueue(ctx, "s", "nil", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Enqueue(ctx, "s", "empty", []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	l := acquire(t, s, "s", "w")
+	pending, err := s.Pending(ctx, l, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, recs := range map[string][]machine.Record{"Records": s.Records("s"), "Pending": pending} {
+		if len(recs) != 4 {
+			t.Fatalf("%s returned %d records, want 4", name, len(recs))
+		}
+		if recs[2].Payload != nil || recs[3].Payload == nil || len(recs[3].Payload) != 0 {
+			t.Errorf("%s: payloads of nil and empty = %#v, %#v; want nil, empty", name, recs[2].Payload, recs[3].Payload)
+		}
+		recs[0].Payload[0] = 'X'
+		_ = append(recs[0].Payload, '!')
+		if got := string(recs[1].Payload); got != "p-e2" {
+			t.Errorf("%s: e2's payload after writing into e1's = %q, want %q", name, got, "p-e2")
+		}
+	}
+	for _, id := range []string{"e1", "e2"} {
+		if got := string(get(t, s, id).Payload); got != "p-"+id {
+			t.Errorf("stored payload of %s = %q, want %q", id, got, "p-"+id)
+		}
+	}
+}
+
+// TestPendingPages: Pending's page ends at limit non-terminal records,
+// skipping terminal ones, and an empty page is nil.
+func TestPendingPages(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newStore(t)
+	for _, id := range []string{"e1", "e2", "e3", "e4"} {
+		enqueue(t, s, "s", id)
+	}
+	l := acquire(t, s, "s", "w")
+	e2 := get(t, s, "e2").Machine()
+	e2.State, e2.Reason = machine.Dead, machine.Expired
+	save(t, s, l, e2)
+	for _, c := range []struct {
+		after uint64
+		limit int
+		want  []string
+	}{
+		{0, 2, []string{"e1", "e3"}},
+		{1, 1, []string{"e3"}},
+		{3, 10, []string{"e4"}},
+		{4, 10, nil},
+	} {
+		recs, err := s.Pending(ctx, l, c.after, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.ID)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" || (c.want == nil && recs != nil) {
+			t.Errorf("Pending after %d limit %d = %#v (-want +got):\n%s", c.after, c.limit, recs, diff)
+		}
+	}
+}
+
+// TestClaimSkipsStreamsWithoutRecords: a stream that exists only because
+// it was leased, whose lease has run out, sits in name order among the
+// due streams and is never claimed.
+func TestClaimSkipsStreamsWithoutRecords(t *testing.T) {
+	ctx := t.Context()
+	s, clock := newStore(t)
+	acquire(t, s, "b", "w0")
+	enqueue(t, s, "c", "e-c")
+	enqueue(t, s, "a", "e-a")
+	clock.Advance(2 * ttl)
+	got, err := s.ClaimDue(ctx, "w", ttl, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range got {
+		names = append(names, l.Stream)
+	}
+	if diff := cmp.Diff([]string{"a", "c"}, names); diff != "" {
+		t.Errorf("ClaimDue (-want +got):\n%s", diff)
+	}
+}
+
+// TestGetNotFound: an unknown ID's error wraps store.ErrNotFound and reads
+// as fmt.Errorf("%w: get %q") would write it, odd bytes included.
+func TestGetNotFound(t *testing.T) {
+	s, _ := newStore(t)
+	for _, id := range []string{"e1", `quo"te`, "tab\tnew\nline", "\xff\xfe", "é"} {
+		_, err := s.Get(t.Context(), id)
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Get(%q) error = %v, want %v", id, err, store.ErrNotFound)
+		}
+		if want := fmt.Errorf("%w: get %q", store.ErrNotFound, id).Error(); err == nil || err.Error() != want {
+			t.Errorf("Get(%q) error reads %v, want %q", id, err, want)
+		}
 	}
 }
 
