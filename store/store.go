@@ -250,7 +250,9 @@ type Store interface {
 	//     Attempts), never one older than Last's, and its Detail is valid
 	//     UTF-8 of at most MaxDetailBytes bytes.
 	//
-	// Saving a record delivered sets its SettledAt.
+	// Saving a record delivered sets its SettledAt. Save must not keep
+	// ups, or the Outcomes they point to, after it returns: the worker
+	// reuses them for its next batch.
 	Save(ctx context.Context, l Lease, ups []Update) error
 
 	// Get returns the record with id, in any state (a dead letter stays

@@ -264,7 +264,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		sends, probes = nil, nil
 	}
 	if len(persist) > 0 {
-		if err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans)); err != nil {
+		if err := w.cfg.Store.Save(ctx, st.lease, w.updates(persist, ans)); err != nil {
 			w.saveFailed(st, now, err)
 			return false
 		}
@@ -303,14 +303,19 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 // timed out and tried again) may still settle the event, but its outcome
 // is not kept: the store keeps the latest attempt's outcome, and an older
 // one must not replace it (store.CheckUpdate refuses that write).
-func updates(persist []machine.Record, ans *answer) []store.Update {
-	ups := store.UpdatesOf(persist)
+func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
+	w.ups = w.ups[:0]
+	for _, r := range persist {
+		w.ups = append(w.ups, store.UpdateOf(r))
+	}
+	ups := w.ups
 	if ans == nil {
 		return ups
 	}
 	for i := range ups {
 		if ups[i].ID == ans.id && ans.outcome.Attempt == ups[i].Attempts {
-			ups[i].Outcome = &ans.outcome
+			w.ans = ans.outcome
+			ups[i].Outcome = &w.ans
 		}
 	}
 	return ups

@@ -137,6 +137,8 @@ type Worker struct {
 	streams  map[string]*stream
 	order    []*stream // owned streams, by name: the order every pass takes
 	pass     []*stream // Advance's copy of order, kept to be reused
+	ups      []store.Update
+	ans      store.Outcome
 	claimAt  time.Time
 	purgeAt  time.Time
 	gen      uint64
