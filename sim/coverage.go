@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"context"
-
 	"github.com/courierlab/courier/machine"
 )
 
@@ -74,8 +72,8 @@ func (s *sim) cover(f Fault, id string) {
 	if !s.acked[id] {
 		return
 	}
-	if r, err := s.store.Get(context.Background(), id); err == nil {
-		s.stats.Coverage[f][r.State]++
+	if st, ok := s.store.State(id); ok {
+		s.stats.Coverage[f][st]++
 	}
 }
 
@@ -87,8 +85,8 @@ func (s *sim) coverAll(f Fault) {
 	if s.statesAt != s.writes {
 		s.statesAt, s.states = s.writes, [machine.Dead + 1]bool{}
 		for _, name := range s.streams {
-			for _, r := range s.store.Records(name) {
-				s.states[r.State] = true
+			for st, n := range s.store.StateCounts(name) {
+				s.states[st] = s.states[st] || n > 0
 			}
 		}
 	}

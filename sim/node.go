@@ -181,7 +181,7 @@ func (s *sim) holds(n *node, first bool) bool {
 	if first || len(s.streams) == 1 {
 		return n.w.Owns(s.streams[0])
 	}
-	return len(n.w.Streams()) > 0
+	return n.w.Owned() > 0
 }
 
 // target resolves a WorkerFault's worker: Owner is whoever holds the first

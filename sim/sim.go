@@ -335,7 +335,7 @@ func (s *sim) settled() bool {
 	s.settledAt, s.wasSettled = s.writes, true
 	for k := range s.streams {
 		i := (s.unsettled + k) % len(s.streams)
-		if !allTerminal(s.store.Records(s.streams[i])) {
+		if !allTerminal(s.store.StateCounts(s.streams[i])) {
 			s.unsettled, s.wasSettled = i, false
 			break
 		}
@@ -343,9 +343,10 @@ func (s *sim) settled() bool {
 	return s.wasSettled
 }
 
-func allTerminal(recs []machine.Record) bool {
-	for i := range recs {
-		if !recs[i].State.Terminal() {
+// allTerminal reports whether every record counted is delivered or dead.
+func allTerminal(counts [machine.Dead + 1]int) bool {
+	for st, n := range counts {
+		if n > 0 && !machine.State(st).Terminal() {
 			return false
 		}
 	}
