@@ -30,15 +30,23 @@ var (
 // entry is a record plus what only memory knows about it. While an
 // attempt is in flight, rec.NextAt is the instant it times out.
 type entry struct {
-	rec       Record
-	ti        int32 // position in the time heap named by where
-	xi        int32 // position in the expiry heap; -1 when not in it
-	where     queue // the time heap the entry is in, if any
-	inFlight  bool  // rec.Attempts is out on the channel, outcome unknown
-	dirty     bool  // changed in the current step
-	adopted   bool  // came with Adopt: forgotten as soon as it settles, when the window is bounded
-	forgotten bool  // settled and out of the idempotency window; dropped from Machine.all lazily
+	rec Record
+	ti  int32 // position in the time heap named by where
+	xi  int32 // position in the expiry heap; -1 when not in it
+	// idHash is the low half of the hash of rec.ID: where the ID index
+	// looks for the entry when it forgets it (idindex.go).
+	idHash uint32
+	// where is the time heap the entry is in, if any; inFlight while
+	// attempt rec.Attempts is out on the channel, its outcome unknown.
+	where     queue
+	dirty     bool // changed in the current step
+	adopted   bool // came with Adopt: forgotten as soon as it settles, when the window is bounded
+	forgotten bool // settled and out of the idempotency window; dropped from Machine.all lazily
 }
+
+// inFlight reports whether an attempt of e is out on the channel, its
+// outcome unknown: the entry is then in the flight heap.
+func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
@@ -62,10 +70,10 @@ type Stats struct {
 type Machine struct {
 	cfg     Config
 	now     time.Time
-	byID    map[string]*entry // every entry not forgotten
-	all     []*entry          // every entry in Seq order, forgotten ones until compact drops them
-	head    int               // all[:head] are settled: the strict head is at or after it
-	nForgot int               // forgotten entries still in all
+	byID    idIndex  // every entry not forgotten, by ID (idindex.go)
+	all     []*entry // every entry in Seq order, forgotten ones until compact drops them
+	head    int      // all[:head] are settled: the strict head is at or after it
+	nForgot int      // forgotten entries still in all
 	lastSeq uint64
 	queued  int // non-terminal entries
 	flying  int // entries in flight
@@ -102,7 +110,7 @@ func New(cfg Config) (*Machine, error) {
 	}
 	return &Machine{
 		cfg:     cfg,
-		byID:    make(map[string]*entry),
+		byID:    idIndex{seed: cfg.Seed},
 		circuit: Closed,
 		flight:  heap{key: byNextAt, q: inFlight},
 		future:  heap{key: byNextAt, q: inFuture},
@@ -186,14 +194,14 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if i > 0 && recs[i-1].Seq == r.Seq {
 			return fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
 		}
-		if _, dup := m.byID[r.ID]; dup {
+		if m.byID.get(r.ID) != nil {
 			return fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
 		}
 		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
 			continue
 		}
 		e := newEntry(r)
-		m.byID[r.ID] = e
+		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
 		if !r.State.Terminal() {
@@ -283,20 +291,24 @@ func (m *Machine) Step(in Input) (Batch, error) {
 	// A type switch, not in.at() or %T: passing in on to an interface
 	// method or to fmt would make every caller's input escape to the heap.
 	// The entry an input names is looked up once, here: validation and
-	// handling share it, so a step costs one map lookup, not three.
+	// handling share it, so a step costs one lookup, not three. An Accept
+	// or Adopt of a new ID indexes it under the hash the lookup computed.
 	var at time.Time
 	var e *entry
+	var h uint64 // the hash of an Accept's or Adopt's ID
 	switch in := in.(type) {
 	case nil:
 		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
 	case Accept:
-		at, e = in.At, m.byID[in.ID]
+		h = m.byID.hash(in.ID)
+		at, e = in.At, m.byID.lookup(in.ID, h)
 	case Adopt:
-		at, e = in.At, m.byID[in.Record.ID]
+		h = m.byID.hash(in.Record.ID)
+		at, e = in.At, m.byID.lookup(in.Record.ID, h)
 	case Tick:
 		at = in.At
 	case Result:
-		at, e = in.At, m.byID[in.ID]
+		at, e = in.At, m.byID.get(in.ID)
 	case ProbeResult:
 		at = in.At
 	case *Accept, *Adopt, *Tick, *Result, *ProbeResult:
@@ -314,9 +326,9 @@ func (m *Machine) Step(in Input) (Batch, error) {
 	m.now = at
 	switch in := in.(type) {
 	case Accept:
-		m.accept(in, e)
+		m.accept(in, e, h)
 	case Adopt:
-		m.adopt(in, e)
+		m.adopt(in, e, h)
 	case Tick:
 		// Time alone: advance does the work.
 	case Result:
@@ -385,8 +397,9 @@ func (m *Machine) check(in Input, e *entry) error {
 	return nil
 }
 
-// accept takes a new event; e is the entry already known by its ID, if any.
-func (m *Machine) accept(in Accept, e *entry) {
+// accept takes a new event; e is the entry already known by its ID, if
+// any, and h the hash of its ID.
+func (m *Machine) accept(in Accept, e *entry, h uint64) {
 	if e != nil {
 		// Idempotent: nothing changes, not even the payload; ack again.
 		m.stats.Duplicates++
@@ -406,7 +419,7 @@ func (m *Machine) accept(in Accept, e *entry) {
 		State:      state,
 		NextAt:     in.At,
 	})
-	m.byID[in.ID] = e
+	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
 	m.place(e)
 	m.queued++
@@ -428,8 +441,8 @@ func clonePayload(p []byte) []byte {
 
 // adopt takes over a record a shared store accepted. It is not refused
 // when MaxQueued is reached: the store already acknowledged it. e is the
-// entry already known by its ID, if any.
-func (m *Machine) adopt(in Adopt, e *entry) {
+// entry already known by its ID, if any, and h the hash of its ID.
+func (m *Machine) adopt(in Adopt, e *entry, h uint64) {
 	if e != nil {
 		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
 		return
@@ -438,7 +451,7 @@ func (m *Machine) adopt(in Adopt, e *entry) {
 	r.Payload = clonePayload(r.Payload)
 	e = newEntry(r)
 	e.adopted = true
-	m.byID[r.ID] = e
+	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
 	m.place(e)
 	m.lastSeq = r.Seq
@@ -466,7 +479,7 @@ func (m *Machine) result(in Result, e *entry) {
 	case e.rec.State.Terminal():
 		m.ignore("result for %s#%d, already %s", in.ID, in.Attempt, e.rec.State)
 		return
-	case !e.inFlight:
+	case !e.inFlight():
 		m.ignore("result for %s#%d, no attempt in flight", in.ID, in.Attempt)
 		return
 	case in.Attempt != e.rec.Attempts:
@@ -490,7 +503,6 @@ func (m *Machine) result(in Result, e *entry) {
 // land takes an entry off the wire.
 func (m *Machine) land(e *entry) {
 	m.flight.remove(e)
-	e.inFlight = false
 	m.flying--
 }
 
@@ -689,7 +701,7 @@ func (m *Machine) dispatchScan(reverse bool) {
 		if e.rec.State.Terminal() {
 			continue
 		}
-		if e.inFlight || m.now.Before(e.rec.NextAt) || m.stuck(e) {
+		if e.inFlight() || m.now.Before(e.rec.NextAt) || m.stuck(e) {
 			if m.cfg.Ordering == Strict {
 				return // the head of the stream holds the rest
 			}
@@ -735,7 +747,6 @@ func (m *Machine) start(e *entry) {
 	m.unplace(e)
 	e.rec.Attempts++
 	e.rec.NextAt = m.now.Add(m.cfg.AttemptTimeout)
-	e.inFlight = true
 	m.flight.push(e)
 	m.flying++
 	m.stats.Sends++
@@ -791,7 +802,7 @@ func (m *Machine) setState(e *entry, s State, why DeadReason) {
 	if from.Terminal() {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> %s] for %s: %s is terminal", from, s, e.rec.ID, from))
 	}
-	if e.inFlight {
+	if e.inFlight() {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> %s] for %s while attempt %d is in flight", from, s, e.rec.ID, e.rec.Attempts))
 	}
 	e.rec.State = s
@@ -878,7 +889,7 @@ func (m *Machine) forgetOld() {
 }
 
 func (m *Machine) forget(e *entry) {
-	delete(m.byID, e.rec.ID)
+	m.byID.del(e)
 	e.forgotten = true
 	m.nForgot++
 }
