@@ -83,8 +83,12 @@ type Machine struct {
 	future  heap // waiting, due after now, by NextAt
 	due     heap // waiting and due, by Seq (independent order only)
 	expiry  heap // waiting, by deadline
-	settled fifo // the idempotency window, oldest first
 	scratch []*entry
+
+	// The idempotency window: settled entries, oldest first, and the
+	// instant each settled (kept only with KeepSettledFor, the one reader).
+	settled   ring[*entry]
+	settledAt ring[time.Time]
 
 	circuit    Circuit
 	streak     int // consecutive retryable failures, any event
@@ -872,9 +876,12 @@ func (m *Machine) settle(e *entry) {
 		m.forget(e)
 		return
 	}
-	m.settled.push(settledEntry{e: e, at: m.now})
+	m.settled.push(e)
+	if m.cfg.KeepSettledFor > 0 {
+		m.settledAt.push(m.now)
+	}
 	if m.cfg.KeepSettled > 0 && m.settled.len() > m.cfg.KeepSettled {
-		m.forget(m.settled.pop())
+		m.forgetOldest()
 	}
 }
 
@@ -883,9 +890,18 @@ func (m *Machine) forgetOld() {
 	if m.cfg.KeepSettledFor <= 0 {
 		return
 	}
-	for m.settled.len() > 0 && !m.now.Before(m.settled.front().at.Add(m.cfg.KeepSettledFor)) {
-		m.forget(m.settled.pop())
+	for m.settled.len() > 0 && !m.now.Before(m.settledAt.front().Add(m.cfg.KeepSettledFor)) {
+		m.forgetOldest()
 	}
+}
+
+// forgetOldest takes the entry settled longest ago out of the window and
+// forgets it.
+func (m *Machine) forgetOldest() {
+	if m.cfg.KeepSettledFor > 0 {
+		m.settledAt.pop()
+	}
+	m.forget(m.settled.pop())
 }
 
 func (m *Machine) forget(e *entry) {
