@@ -100,7 +100,7 @@ type Machine struct {
 
 	stats Stats
 	out   Batch
-	spare Batch // a recycled batch whose slices the next one reuses
+	spare lists // a recycled batch's lists, which the next batch reuses
 	dirty []*entry
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
@@ -183,7 +183,9 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 		m.sendProbe()
 	}
 	m.advance()
-	return m, m.flush(), nil
+	var b Batch
+	m.flush(&b)
+	return m, b, nil
 }
 
 // load takes the store's records into a new machine, in Seq order, and
@@ -291,7 +293,7 @@ func (m *Machine) InFlight() []Send {
 
 // Step applies one input and returns what the caller must do, in the order
 // Batch documents. An error means the input was misuse and nothing changed.
-func (m *Machine) Step(in Input) (Batch, error) {
+func (m *Machine) Step(in Input) (out Batch, err error) {
 	// A type switch, not in.at() or %T: passing in on to an interface
 	// method or to fmt would make every caller's input escape to the heap.
 	// The entry an input names is looked up once, here: validation and
@@ -341,7 +343,8 @@ func (m *Machine) Step(in Input) (Batch, error) {
 		m.probeResult(in)
 	}
 	m.advance()
-	return m.flush(), nil
+	m.flush(&out) // into the result, not copied there from flush's own
+	return out, nil
 }
 
 // check validates in; e is the entry in names, nil if unknown.
@@ -952,7 +955,8 @@ func (m *Machine) compact() {
 	m.all, m.head, m.nForgot = m.all[:kept], head, 0
 }
 
-func (m *Machine) flush() Batch {
+// flush hands the step's batch out into out and starts the next one.
+func (m *Machine) flush(out *Batch) {
 	if len(m.dirty) > 1 { // most steps touch one entry
 		slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
 	}
@@ -961,15 +965,25 @@ func (m *Machine) flush() Batch {
 		e.dirty = false
 	}
 	m.dirty = m.dirty[:0]
-	out := m.out
-	m.out, m.spare = m.spare, Batch{}
+	*out = m.out
+	s := &m.spare
+	m.out = Batch{Persist: s.persist, Acks: s.acks, Sends: s.sends, Probes: s.probes, Circuit: s.circuit}
+	*s = lists{}
 	// An empty list is nil, as it always was; its buffer stays for later.
 	reuseEmpty(&out.Persist, &m.out.Persist)
 	reuseEmpty(&out.Acks, &m.out.Acks)
 	reuseEmpty(&out.Sends, &m.out.Sends)
 	reuseEmpty(&out.Probes, &m.out.Probes)
 	reuseEmpty(&out.Circuit, &m.out.Circuit)
-	return out
+}
+
+// lists are the lists of a Batch, emptied, for a later batch to reuse.
+type lists struct {
+	persist []Record
+	acks    []Ack
+	sends   []Send
+	probes  []Probe
+	circuit []CircuitChange
 }
 
 func reuseEmpty[T any](out, next *[]T) {
@@ -999,7 +1013,7 @@ func (m *Machine) Recycle(b Batch) {
 	for i := range b.Acks {
 		b.Acks[i].ID = ""
 	}
-	m.spare = Batch{Persist: b.Persist[:0], Acks: b.Acks[:0], Sends: b.Sends[:0], Probes: b.Probes[:0], Circuit: b.Circuit[:0]}
+	m.spare = lists{persist: b.Persist[:0], acks: b.Acks[:0], sends: b.Sends[:0], probes: b.Probes[:0], circuit: b.Circuit[:0]}
 }
 
 func cmpUint64(a, b uint64) int {
