@@ -26,7 +26,10 @@ import "math/bits"
 //
 // The hash is seeded with Config.Seed; its values never reach the
 // machine's output, and nothing walks the table in slot order, so the
-// batches do not depend on it.
+// batches do not depend on it. Unlike a Go map's random seed, this one is
+// only as secret as Config.Seed: a producer that knows it could choose
+// IDs whose hashes share a home slot, and make their steps slow (a probe
+// run as long as those IDs are many), never wrong.
 
 // idSlot is one slot of the index: empty when e is nil.
 type idSlot struct {
