@@ -1,7 +1,5 @@
 package machine
 
-import "time"
-
 // The indexes that keep a step's cost independent of the backlog. Every
 // waiting entry (not in flight, not settled) is in the expiry heap and, by
 // its NextAt, in the future heap (due later), in the due heap (due now,
@@ -132,33 +130,41 @@ func (h *heap) fix(e *entry) {
 	h.up(i)
 }
 
-// settledEntry is one record in the idempotency window, with the instant
-// it settled.
-type settledEntry struct {
-	e  *entry
-	at time.Time
+// ring is a first-in, first-out queue in a circular buffer: the
+// idempotency window keeps its settled entries in one, oldest first. Its
+// size is a power of two; it doubles when full, and a pop moves nothing.
+type ring[T any] struct {
+	items []T
+	head  int // the oldest item's index
+	n     int // items queued
 }
 
-// fifo is the idempotency window: settled entries in the order they
-// settled, oldest first.
-type fifo struct {
-	items []settledEntry
-	head  int
-}
+func (r *ring[T]) len() int { return r.n }
 
-func (f *fifo) len() int { return len(f.items) - f.head }
-
-func (f *fifo) push(s settledEntry) { f.items = append(f.items, s) }
-
-func (f *fifo) front() settledEntry { return f.items[f.head] }
-
-func (f *fifo) pop() *entry {
-	e := f.items[f.head].e
-	f.items[f.head] = settledEntry{}
-	f.head++
-	if f.head >= 64 && f.head*2 >= len(f.items) {
-		f.items = f.items[:copy(f.items, f.items[f.head:])]
-		f.head = 0
+func (r *ring[T]) push(v T) {
+	if r.n == len(r.items) {
+		r.grow()
 	}
-	return e
+	r.items[(r.head+r.n)&(len(r.items)-1)] = v
+	r.n++
+}
+
+// front returns the oldest item; the ring must not be empty.
+func (r *ring[T]) front() T { return r.items[r.head] }
+
+// pop removes and returns the oldest item; the ring must not be empty.
+func (r *ring[T]) pop() T {
+	v := r.items[r.head]
+	var zero T
+	r.items[r.head] = zero // let the garbage collector have what it held
+	r.head = (r.head + 1) & (len(r.items) - 1)
+	r.n--
+	return v
+}
+
+func (r *ring[T]) grow() {
+	items := make([]T, max(64, 2*len(r.items)))
+	k := copy(items, r.items[r.head:])
+	copy(items[k:], r.items[:r.head])
+	r.items, r.head = items, 0
 }

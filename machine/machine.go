@@ -30,15 +30,23 @@ var (
 // entry is a record plus what only memory knows about it. While an
 // attempt is in flight, rec.NextAt is the instant it times out.
 type entry struct {
-	rec       Record
-	ti        int32 // position in the time heap named by where
-	xi        int32 // position in the expiry heap; -1 when not in it
-	where     queue // the time heap the entry is in, if any
-	inFlight  bool  // rec.Attempts is out on the channel, outcome unknown
-	dirty     bool  // changed in the current step
-	adopted   bool  // came with Adopt: forgotten as soon as it settles, when the window is bounded
-	forgotten bool  // settled and out of the idempotency window; dropped from Machine.all lazily
+	rec Record
+	ti  int32 // position in the time heap named by where
+	xi  int32 // position in the expiry heap; -1 when not in it
+	// idHash is the low half of the hash of rec.ID: where the ID index
+	// looks for the entry when it forgets it (idindex.go).
+	idHash uint32
+	// where is the time heap the entry is in, if any; inFlight while
+	// attempt rec.Attempts is out on the channel, its outcome unknown.
+	where     queue
+	dirty     bool // changed in the current step
+	adopted   bool // came with Adopt: forgotten as soon as it settles, when the window is bounded
+	forgotten bool // settled and out of the idempotency window; dropped from Machine.all lazily
 }
+
+// inFlight reports whether an attempt of e is out on the channel, its
+// outcome unknown: the entry is then in the flight heap.
+func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
@@ -62,10 +70,10 @@ type Stats struct {
 type Machine struct {
 	cfg     Config
 	now     time.Time
-	byID    map[string]*entry // every entry not forgotten
-	all     []*entry          // every entry in Seq order, forgotten ones until compact drops them
-	head    int               // all[:head] are settled: the strict head is at or after it
-	nForgot int               // forgotten entries still in all
+	byID    idIndex  // every entry not forgotten, by ID (idindex.go)
+	all     []*entry // every entry in Seq order, forgotten ones until compact drops them
+	head    int      // all[:head] are settled: the strict head is at or after it
+	nForgot int      // forgotten entries still in all
 	lastSeq uint64
 	queued  int // non-terminal entries
 	flying  int // entries in flight
@@ -75,8 +83,12 @@ type Machine struct {
 	future  heap // waiting, due after now, by NextAt
 	due     heap // waiting and due, by Seq (independent order only)
 	expiry  heap // waiting, by deadline
-	settled fifo // the idempotency window, oldest first
 	scratch []*entry
+
+	// The idempotency window: settled entries, oldest first, and the
+	// instant each settled (kept only with KeepSettledFor, the one reader).
+	settled   ring[*entry]
+	settledAt ring[time.Time]
 
 	circuit    Circuit
 	streak     int // consecutive retryable failures, any event
@@ -88,7 +100,7 @@ type Machine struct {
 
 	stats Stats
 	out   Batch
-	spare Batch // a recycled batch whose slices the next one reuses
+	spare lists // a recycled batch's lists, which the next batch reuses
 	dirty []*entry
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
@@ -102,7 +114,7 @@ func New(cfg Config) (*Machine, error) {
 	}
 	return &Machine{
 		cfg:     cfg,
-		byID:    make(map[string]*entry),
+		byID:    idIndex{seed: cfg.Seed},
 		circuit: Closed,
 		flight:  heap{key: byNextAt, q: inFlight},
 		future:  heap{key: byNextAt, q: inFuture},
@@ -171,7 +183,9 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 		m.sendProbe()
 	}
 	m.advance()
-	return m, m.flush(), nil
+	var b Batch
+	m.flush(&b)
+	return m, b, nil
 }
 
 // load takes the store's records into a new machine, in Seq order, and
@@ -186,14 +200,14 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if i > 0 && recs[i-1].Seq == r.Seq {
 			return fmt.Errorf("%w: %q and %q share seq %d", ErrBadRecord, recs[i-1].ID, r.ID, r.Seq)
 		}
-		if _, dup := m.byID[r.ID]; dup {
+		if m.byID.get(r.ID) != nil {
 			return fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
 		}
 		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
 			continue
 		}
 		e := newEntry(r)
-		m.byID[r.ID] = e
+		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
 		if !r.State.Terminal() {
@@ -279,24 +293,28 @@ func (m *Machine) InFlight() []Send {
 
 // Step applies one input and returns what the caller must do, in the order
 // Batch documents. An error means the input was misuse and nothing changed.
-func (m *Machine) Step(in Input) (Batch, error) {
+func (m *Machine) Step(in Input) (out Batch, err error) {
 	// A type switch, not in.at() or %T: passing in on to an interface
 	// method or to fmt would make every caller's input escape to the heap.
 	// The entry an input names is looked up once, here: validation and
-	// handling share it, so a step costs one map lookup, not three.
+	// handling share it, so a step costs one lookup, not three. An Accept
+	// or Adopt of a new ID indexes it under the hash the lookup computed.
 	var at time.Time
 	var e *entry
+	var h uint64 // the hash of an Accept's or Adopt's ID
 	switch in := in.(type) {
 	case nil:
 		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
 	case Accept:
-		at, e = in.At, m.byID[in.ID]
+		h = m.byID.hash(in.ID)
+		at, e = in.At, m.byID.lookup(in.ID, h)
 	case Adopt:
-		at, e = in.At, m.byID[in.Record.ID]
+		h = m.byID.hash(in.Record.ID)
+		at, e = in.At, m.byID.lookup(in.Record.ID, h)
 	case Tick:
 		at = in.At
 	case Result:
-		at, e = in.At, m.byID[in.ID]
+		at, e = in.At, m.byID.get(in.ID)
 	case ProbeResult:
 		at = in.At
 	case *Accept, *Adopt, *Tick, *Result, *ProbeResult:
@@ -314,9 +332,9 @@ func (m *Machine) Step(in Input) (Batch, error) {
 	m.now = at
 	switch in := in.(type) {
 	case Accept:
-		m.accept(in, e)
+		m.accept(in, e, h)
 	case Adopt:
-		m.adopt(in, e)
+		m.adopt(in, e, h)
 	case Tick:
 		// Time alone: advance does the work.
 	case Result:
@@ -325,7 +343,8 @@ func (m *Machine) Step(in Input) (Batch, error) {
 		m.probeResult(in)
 	}
 	m.advance()
-	return m.flush(), nil
+	m.flush(&out) // into the result, not copied there from flush's own
+	return out, nil
 }
 
 // check validates in; e is the entry in names, nil if unknown.
@@ -385,8 +404,9 @@ func (m *Machine) check(in Input, e *entry) error {
 	return nil
 }
 
-// accept takes a new event; e is the entry already known by its ID, if any.
-func (m *Machine) accept(in Accept, e *entry) {
+// accept takes a new event; e is the entry already known by its ID, if
+// any, and h the hash of its ID.
+func (m *Machine) accept(in Accept, e *entry, h uint64) {
 	if e != nil {
 		// Idempotent: nothing changes, not even the payload; ack again.
 		m.stats.Duplicates++
@@ -406,7 +426,7 @@ func (m *Machine) accept(in Accept, e *entry) {
 		State:      state,
 		NextAt:     in.At,
 	})
-	m.byID[in.ID] = e
+	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
 	m.place(e)
 	m.queued++
@@ -428,8 +448,8 @@ func clonePayload(p []byte) []byte {
 
 // adopt takes over a record a shared store accepted. It is not refused
 // when MaxQueued is reached: the store already acknowledged it. e is the
-// entry already known by its ID, if any.
-func (m *Machine) adopt(in Adopt, e *entry) {
+// entry already known by its ID, if any, and h the hash of its ID.
+func (m *Machine) adopt(in Adopt, e *entry, h uint64) {
 	if e != nil {
 		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
 		return
@@ -438,7 +458,7 @@ func (m *Machine) adopt(in Adopt, e *entry) {
 	r.Payload = clonePayload(r.Payload)
 	e = newEntry(r)
 	e.adopted = true
-	m.byID[r.ID] = e
+	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
 	m.place(e)
 	m.lastSeq = r.Seq
@@ -466,7 +486,7 @@ func (m *Machine) result(in Result, e *entry) {
 	case e.rec.State.Terminal():
 		m.ignore("result for %s#%d, already %s", in.ID, in.Attempt, e.rec.State)
 		return
-	case !e.inFlight:
+	case !e.inFlight():
 		m.ignore("result for %s#%d, no attempt in flight", in.ID, in.Attempt)
 		return
 	case in.Attempt != e.rec.Attempts:
@@ -490,7 +510,6 @@ func (m *Machine) result(in Result, e *entry) {
 // land takes an entry off the wire.
 func (m *Machine) land(e *entry) {
 	m.flight.remove(e)
-	e.inFlight = false
 	m.flying--
 }
 
@@ -689,7 +708,7 @@ func (m *Machine) dispatchScan(reverse bool) {
 		if e.rec.State.Terminal() {
 			continue
 		}
-		if e.inFlight || m.now.Before(e.rec.NextAt) || m.stuck(e) {
+		if e.inFlight() || m.now.Before(e.rec.NextAt) || m.stuck(e) {
 			if m.cfg.Ordering == Strict {
 				return // the head of the stream holds the rest
 			}
@@ -735,7 +754,6 @@ func (m *Machine) start(e *entry) {
 	m.unplace(e)
 	e.rec.Attempts++
 	e.rec.NextAt = m.now.Add(m.cfg.AttemptTimeout)
-	e.inFlight = true
 	m.flight.push(e)
 	m.flying++
 	m.stats.Sends++
@@ -791,7 +809,7 @@ func (m *Machine) setState(e *entry, s State, why DeadReason) {
 	if from.Terminal() {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> %s] for %s: %s is terminal", from, s, e.rec.ID, from))
 	}
-	if e.inFlight {
+	if e.inFlight() {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> %s] for %s while attempt %d is in flight", from, s, e.rec.ID, e.rec.Attempts))
 	}
 	e.rec.State = s
@@ -861,9 +879,12 @@ func (m *Machine) settle(e *entry) {
 		m.forget(e)
 		return
 	}
-	m.settled.push(settledEntry{e: e, at: m.now})
+	m.settled.push(e)
+	if m.cfg.KeepSettledFor > 0 {
+		m.settledAt.push(m.now)
+	}
 	if m.cfg.KeepSettled > 0 && m.settled.len() > m.cfg.KeepSettled {
-		m.forget(m.settled.pop())
+		m.forgetOldest()
 	}
 }
 
@@ -872,13 +893,22 @@ func (m *Machine) forgetOld() {
 	if m.cfg.KeepSettledFor <= 0 {
 		return
 	}
-	for m.settled.len() > 0 && !m.now.Before(m.settled.front().at.Add(m.cfg.KeepSettledFor)) {
-		m.forget(m.settled.pop())
+	for m.settled.len() > 0 && !m.now.Before(m.settledAt.front().Add(m.cfg.KeepSettledFor)) {
+		m.forgetOldest()
 	}
 }
 
+// forgetOldest takes the entry settled longest ago out of the window and
+// forgets it.
+func (m *Machine) forgetOldest() {
+	if m.cfg.KeepSettledFor > 0 {
+		m.settledAt.pop()
+	}
+	m.forget(m.settled.pop())
+}
+
 func (m *Machine) forget(e *entry) {
-	delete(m.byID, e.rec.ID)
+	m.byID.del(e)
 	e.forgotten = true
 	m.nForgot++
 }
@@ -925,7 +955,8 @@ func (m *Machine) compact() {
 	m.all, m.head, m.nForgot = m.all[:kept], head, 0
 }
 
-func (m *Machine) flush() Batch {
+// flush hands the step's batch out into out and starts the next one.
+func (m *Machine) flush(out *Batch) {
 	if len(m.dirty) > 1 { // most steps touch one entry
 		slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
 	}
@@ -934,15 +965,25 @@ func (m *Machine) flush() Batch {
 		e.dirty = false
 	}
 	m.dirty = m.dirty[:0]
-	out := m.out
-	m.out, m.spare = m.spare, Batch{}
+	*out = m.out
+	s := &m.spare
+	m.out = Batch{Persist: s.persist, Acks: s.acks, Sends: s.sends, Probes: s.probes, Circuit: s.circuit}
+	*s = lists{}
 	// An empty list is nil, as it always was; its buffer stays for later.
 	reuseEmpty(&out.Persist, &m.out.Persist)
 	reuseEmpty(&out.Acks, &m.out.Acks)
 	reuseEmpty(&out.Sends, &m.out.Sends)
 	reuseEmpty(&out.Probes, &m.out.Probes)
 	reuseEmpty(&out.Circuit, &m.out.Circuit)
-	return out
+}
+
+// lists are the lists of a Batch, emptied, for a later batch to reuse.
+type lists struct {
+	persist []Record
+	acks    []Ack
+	sends   []Send
+	probes  []Probe
+	circuit []CircuitChange
 }
 
 func reuseEmpty[T any](out, next *[]T) {
@@ -972,7 +1013,7 @@ func (m *Machine) Recycle(b Batch) {
 	for i := range b.Acks {
 		b.Acks[i].ID = ""
 	}
-	m.spare = Batch{Persist: b.Persist[:0], Acks: b.Acks[:0], Sends: b.Sends[:0], Probes: b.Probes[:0], Circuit: b.Circuit[:0]}
+	m.spare = lists{persist: b.Persist[:0], acks: b.Acks[:0], sends: b.Sends[:0], probes: b.Probes[:0], circuit: b.Circuit[:0]}
 }
 
 func cmpUint64(a, b uint64) int {
