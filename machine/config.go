@@ -108,7 +108,11 @@ type Config struct {
 	KeepSettledFor time.Duration
 
 	// Seed decides every jitter value. The same seed, inputs and config
-	// give the same delays in any port of the machine.
+	// give the same delays in any port of the machine. It also seeds the
+	// hash of the machine's ID index: a producer that knows it could
+	// choose IDs that collide there and slow their steps (never make them
+	// wrong), so a service that accepts IDs from untrusted producers
+	// should draw it at random, as courier serve does.
 	Seed uint64
 }
 

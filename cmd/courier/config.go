@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -193,6 +195,10 @@ func (s *StreamConfig) check() error {
 		}
 	}
 	p := machine.DefaultConfig()
+	// A random seed per process: jitter then differs between hosts (as
+	// jitter should), and a producer cannot know the seed of the machine's
+	// ID index and choose IDs that collide in it.
+	p.Seed = randomSeed()
 	switch s.Ordering {
 	case "", "strict":
 		p.Ordering, p.Window = machine.Strict, 1
@@ -238,6 +244,13 @@ func (s *StreamConfig) check() error {
 	}
 	s.policy = p
 	return nil
+}
+
+// randomSeed draws a machine seed from crypto/rand.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // tomlName finds the machine.Config field an error names and returns its

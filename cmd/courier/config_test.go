@@ -92,3 +92,21 @@ func TestBadEndpointFailsAtStart(t *testing.T) {
 		t.Fatalf("newRouter = %v; want an error naming streams.orders", err)
 	}
 }
+
+// TestEachLoadDrawsItsOwnSeed: the machine's seed keys its ID index's
+// hash, so a producer must not be able to know it; the default (1) is
+// public.
+func TestEachLoadDrawsItsOwnSeed(t *testing.T) {
+	text := "api_tokens = [\"0123456789abcdef0123\"]\n[streams.orders]\nurl = \"https://example.com/hooks\"\nsecrets = [\"" + secret + "\"]\n"
+	seeds := map[uint64]bool{}
+	for range 4 {
+		c, err := ParseConfig(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[c.Streams["orders"].Policy().Seed] = true
+	}
+	if len(seeds) != 4 || seeds[machine.DefaultConfig().Seed] {
+		t.Errorf("seeds drawn %v: want four different ones, none the default", seeds)
+	}
+}
