@@ -52,7 +52,7 @@ func Page(title string, r sim.Result) string {
 		s.Accepted, s.Applied, s.Dead, s.Lost, s.AppliedTwice, s.Sends, s.Probes, s.CircuitOpenings, s.Restarts, esc(r.Hash),
 		esc(violationSummary(r.Violations)))
 	w("<p class=\"legend\">%s</p>\n", Legend())
-	b.WriteString(SVG(r))
+	b.WriteString(Streams(r))
 	w("</body>\n</html>\n")
 	return b.String()
 }
@@ -100,8 +100,25 @@ func (d *drawing) x(t time.Duration) float64 {
 
 func rel(t time.Time) time.Duration { return t.Sub(sim.Epoch) }
 
-// SVG draws r as one svg element whose text is styled by the
-// "svg text" rule of the enclosing page. Hover a mark for its details
+// Streams draws every stream of r: its SVG alone when r has one stream,
+// else each stream's SVG under a heading naming it. Each stream has its
+// own log, circuit and lanes; faults and the time axis are the run's.
+func Streams(r sim.Result) string {
+	if len(r.Runs) <= 1 {
+		return SVG(r)
+	}
+	var b strings.Builder
+	for i, run := range r.Runs {
+		one := r
+		one.Run = run
+		fmt.Fprintf(&b, "<h2>stream %s</h2>\n", esc(sim.StreamName(i, len(r.Runs))))
+		b.WriteString(SVG(one))
+	}
+	return b.String()
+}
+
+// SVG draws the first stream of r (r.Run) as one svg element whose text
+// is styled by the "svg text" rule of the enclosing page. Hover a mark for its details
 // (each carries a title).
 func SVG(r sim.Result) string {
 	d := &drawing{r: r, end: r.Stats.End, segs: map[string][]segment{}, laneOf: map[string]int{}}

@@ -91,3 +91,30 @@ func attr(se xml.StartElement, name string) string {
 	}
 	return ""
 }
+
+// TestPageDrawsEveryStream: a world of several streams gets one SVG per
+// stream, each under a heading naming it, each drawn from its own log.
+func TestPageDrawsEveryStream(t *testing.T) {
+	sc, err := scenarios.Lookup("outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sc.World(1)
+	w.Streams = 3
+	r, err := sim.Run(w, 1, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := Page("outage over three streams", r)
+	if n := strings.Count(page, "<svg "); n != 3 {
+		t.Fatalf("page has %d svg elements, want 3", n)
+	}
+	for i, run := range r.Runs {
+		one := r
+		one.Run = run
+		name := sim.StreamName(i, 3)
+		if !strings.Contains(page, "<h2>stream "+name+"</h2>\n"+SVG(one)) {
+			t.Errorf("stream %s is not drawn under its heading from its own log", name)
+		}
+	}
+}

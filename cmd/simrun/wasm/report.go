@@ -133,7 +133,7 @@ func (rep *report) fill(r sim.Result, fails []string) {
 	}
 	rep.Exit, rep.Verdict = verdict(r.Violations, fails)
 	if r.Run.Entries != nil {
-		rep.Legend, rep.SVG = timeline.Legend(), timeline.SVG(r)
+		rep.Legend, rep.SVG = timeline.Legend(), timeline.Streams(r)
 	}
 }
 
