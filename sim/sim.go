@@ -407,7 +407,8 @@ func (s *sim) inWindows(ws []Window) bool {
 // exactly one outcome for it: the reply, or a timeout at ClientTimeout.
 func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
-	f := &flight{n: n, x: x, key: attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}}
+	f := s.buf.flights.new()
+	*f = flight{n: n, x: x, key: attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}}
 	attempt := x.Attempt.Attempt
 	s.q.scheduleAnswer(s.now.Add(c.ClientTimeout), f, answerTimeout)
 	switch {
@@ -537,7 +538,9 @@ func (s *sim) probe(n *node, p worker.Probe) {
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
-	s.q.scheduleProbeAnswer(s.now.Add(delay), &probing{n: n, p: p, healthy: healthy})
+	pr := s.buf.probes.new()
+	*pr = probing{n: n, p: p, healthy: healthy}
+	s.q.scheduleProbeAnswer(s.now.Add(delay), pr)
 }
 
 // probing is one probe on the fake channel, until its answer comes.
