@@ -94,7 +94,11 @@ type sim struct {
 	seed uint64
 	opt  Options
 	now  time.Time
-	q    queue
+	// elapsed is now.Sub(Epoch), kept with now: the trace stamps every
+	// line with it and the fault windows are judged by it, and Time.Sub
+	// is not free.
+	elapsed time.Duration
+	q       queue
 
 	cfg   Cluster         // the workers: World.Cluster, or the single sender's
 	store *memstore.Store // the store the workers share
@@ -182,7 +186,7 @@ func (s *sim) settleWithin() time.Duration {
 	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute
 }
 
-func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
+func (s *sim) faulty() bool { return s.elapsed < s.w.FaultsEnd }
 
 // initStreams names the streams, spreads the workload over them (event i
 // goes to stream i mod Streams) and starts each stream's log.
@@ -303,14 +307,14 @@ func (s *sim) simulate() error {
 		h := s.q.next()
 		at := h.at()
 		if at.After(s.end) {
-			s.now = s.end
+			s.now, s.elapsed = s.end, s.end.Sub(Epoch)
 			s.note(nil, opStop, dur(s.end.Sub(Epoch)), num(s.q.Len()+1))
 			break
 		}
 		if at.Before(s.now) {
 			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at.Sub(Epoch), s.now.Sub(Epoch)))
 		}
-		s.now = at
+		s.now, s.elapsed = at, time.Duration(h.key)
 		s.happen(&h)
 	}
 	s.slab = s.log.cut(s.runs)
@@ -394,7 +398,7 @@ func (s *sim) latency() time.Duration {
 }
 
 func (s *sim) inWindows(ws []Window) bool {
-	d := s.now.Sub(Epoch)
+	d := s.elapsed
 	for _, w := range ws {
 		if w.contains(d) {
 			return true
