@@ -152,9 +152,11 @@ type sim struct {
 	stats         Stats
 }
 
-// attemptKey names one attempt of one incarnation of a node.
+// attemptKey names one attempt of one incarnation of a node. The node is
+// named by pointer (one per node for the run), not by name: a key then
+// hashes one string, not two. The map is only looked up, never ranged.
 type attemptKey struct {
-	node    string
+	node    *node
 	inc     int
 	id      string
 	attempt int
@@ -412,7 +414,7 @@ func (s *sim) inWindows(ws []Window) bool {
 func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
 	f := s.buf.flights.new()
-	*f = flight{n: n, x: x, key: attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}}
+	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}}
 	attempt := x.Attempt.Attempt
 	s.q.scheduleAnswer(s.now.Add(c.ClientTimeout), f, answerTimeout)
 	switch {
