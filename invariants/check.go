@@ -149,7 +149,9 @@ func (c *checker) reset(run Run) {
 	} else {
 		clear(c.events)
 		clear(c.circuit)
-		clear(c.flying)
+		for _, fl := range c.flying { // emptied, kept for the next run's workers of the same name
+			clear(fl)
+		}
 	}
 	c.slab = c.slab[:0] // views are appended whole: nothing of the last run shows
 	c.order = c.order[:0]
@@ -229,7 +231,7 @@ func (c *checker) entry(e *Entry) {
 		c.circuit[e.Worker] = e.Circuit
 	case Restarted:
 		c.circuit[e.Worker] = 0
-		delete(c.flying, e.Worker) // the new machine owes nothing to the old one's attempts
+		clear(c.flying[e.Worker]) // the new machine owes nothing to the old one's attempts; the map is kept
 	case LeaseGranted:
 		c.newest = max(c.newest, e.Token)
 	case Replied:

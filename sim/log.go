@@ -28,6 +28,39 @@ type buffers struct {
 	obs      []invariants.Entry
 	acked    map[string]bool
 	answered map[attemptKey]bool
+	flights  arena[flight]
+	probes   arena[probing]
+}
+
+// arena hands out values of a run that live until it ends (a send's
+// flight, a probe), from chunks kept across runs: one allocation per
+// arenaChunk values instead of one each. A value is never freed alone:
+// the queue's happenings may point to it until the run ends, when the
+// queue is emptied and the arena reset.
+type arena[T any] struct {
+	chunks [][]T
+	n      int // values handed out this run
+}
+
+const arenaChunk = 64
+
+// new returns a zero value that stays put until reset.
+func (a *arena[T]) new() *T {
+	c, i := a.n/arenaChunk, a.n%arenaChunk
+	if c == len(a.chunks) {
+		a.chunks = append(a.chunks, make([]T, arenaChunk))
+	}
+	a.n++
+	return &a.chunks[c][i]
+}
+
+// reset zeroes the values handed out (dropping what they point to) for
+// the next run.
+func (a *arena[T]) reset() {
+	for c := 0; c*arenaChunk < a.n; c++ {
+		clear(a.chunks[c][:min(arenaChunk, a.n-c*arenaChunk)])
+	}
+	a.n = 0
 }
 
 // getBuffers returns empty buffers for a run with streams streams whose
@@ -60,6 +93,8 @@ func (b *buffers) release(s *sim) {
 	b.obs = s.obs[:0]
 	clear(b.acked)
 	clear(b.answered)
+	b.flights.reset()
+	b.probes.reset()
 	if cap(l.entries) <= poolMaxEntries {
 		bufferPool.put(b)
 	}

@@ -94,7 +94,11 @@ type sim struct {
 	seed uint64
 	opt  Options
 	now  time.Time
-	q    queue
+	// elapsed is now.Sub(Epoch), kept with now: the trace stamps every
+	// line with it and the fault windows are judged by it, and Time.Sub
+	// is not free.
+	elapsed time.Duration
+	q       queue
 
 	cfg   Cluster         // the workers: World.Cluster, or the single sender's
 	store *memstore.Store // the store the workers share
@@ -148,9 +152,11 @@ type sim struct {
 	stats         Stats
 }
 
-// attemptKey names one attempt of one incarnation of a node.
+// attemptKey names one attempt of one incarnation of a node. The node is
+// named by pointer (one per node for the run), not by name: a key then
+// hashes one string, not two. The map is only looked up, never ranged.
 type attemptKey struct {
-	node    string
+	node    *node
 	inc     int
 	id      string
 	attempt int
@@ -182,7 +188,7 @@ func (s *sim) settleWithin() time.Duration {
 	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute
 }
 
-func (s *sim) faulty() bool { return s.now.Sub(Epoch) < s.w.FaultsEnd }
+func (s *sim) faulty() bool { return s.elapsed < s.w.FaultsEnd }
 
 // initStreams names the streams, spreads the workload over them (event i
 // goes to stream i mod Streams) and starts each stream's log.
@@ -303,14 +309,14 @@ func (s *sim) simulate() error {
 		h := s.q.next()
 		at := h.at()
 		if at.After(s.end) {
-			s.now = s.end
+			s.now, s.elapsed = s.end, s.end.Sub(Epoch)
 			s.note(nil, opStop, dur(s.end.Sub(Epoch)), num(s.q.Len()+1))
 			break
 		}
 		if at.Before(s.now) {
 			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at.Sub(Epoch), s.now.Sub(Epoch)))
 		}
-		s.now = at
+		s.now, s.elapsed = at, time.Duration(h.key)
 		s.happen(&h)
 	}
 	s.slab = s.log.cut(s.runs)
@@ -394,7 +400,7 @@ func (s *sim) latency() time.Duration {
 }
 
 func (s *sim) inWindows(ws []Window) bool {
-	d := s.now.Sub(Epoch)
+	d := s.elapsed
 	for _, w := range ws {
 		if w.contains(d) {
 			return true
@@ -407,7 +413,8 @@ func (s *sim) inWindows(ws []Window) bool {
 // exactly one outcome for it: the reply, or a timeout at ClientTimeout.
 func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
-	f := &flight{n: n, x: x, key: attemptKey{n.name, n.inc, x.ID, x.Attempt.Attempt}}
+	f := s.buf.flights.new()
+	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}}
 	attempt := x.Attempt.Attempt
 	s.q.scheduleAnswer(s.now.Add(c.ClientTimeout), f, answerTimeout)
 	switch {
@@ -537,7 +544,9 @@ func (s *sim) probe(n *node, p worker.Probe) {
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
-	s.q.scheduleProbeAnswer(s.now.Add(delay), &probing{n: n, p: p, healthy: healthy})
+	pr := s.buf.probes.new()
+	*pr = probing{n: n, p: p, healthy: healthy}
+	s.q.scheduleProbeAnswer(s.now.Add(delay), pr)
 }
 
 // probing is one probe on the fake channel, until its answer comes.

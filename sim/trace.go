@@ -182,7 +182,7 @@ func (s *sim) note(n *node, o op, args ...arg) {
 		name = n.name
 	}
 	b := append(s.enc, byte(o))
-	b = binary.AppendVarint(b, int64(s.now.Sub(Epoch)))
+	b = binary.AppendVarint(b, int64(s.elapsed))
 	b = appendString(b, name)
 	for i := range args {
 		b = appendArg(b, &args[i])
