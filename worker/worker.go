@@ -137,8 +137,8 @@ type Worker struct {
 	streams  map[string]*stream
 	order    []*stream // owned streams, by name: the order every pass takes
 	pass     []*stream // Advance's copy of order, kept to be reused
-	ups      []store.Update
-	ans      store.Outcome
+	ups      []store.Update // the last Save's updates, reused (Save keeps none)
+	ans      store.Outcome  // the outcome ups points to, reused likewise
 	claimAt  time.Time
 	purgeAt  time.Time
 	gen      uint64
