@@ -135,8 +135,8 @@ func (c *Config) validate() error {
 type Worker struct {
 	cfg      Config
 	streams  map[string]*stream
-	order    []*stream // owned streams, by name: the order every pass takes
-	pass     []*stream // Advance's copy of order, kept to be reused
+	order    []*stream      // owned streams, by name: the order every pass takes
+	pass     []*stream      // Advance's copy of order, kept to be reused
 	ups      []store.Update // the last Save's updates, reused (Save keeps none)
 	ans      store.Outcome  // the outcome ups points to, reused likewise
 	claimAt  time.Time
