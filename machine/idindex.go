@@ -100,7 +100,7 @@ func (x *idIndex) insert(s idSlot) {
 // The hashes are in the slots: no ID is read or hashed again.
 func (x *idIndex) grow() {
 	old := x.slots
-	if len(old) >= 1<<32 {
+	if uint64(len(old)) >= 1<<32 {
 		// entry.idHash keeps 32 bits of the hash, enough for the home
 		// slot of a table of up to 2^32 slots (3 billion entries).
 		panic("machine: the ID index cannot grow past 2^32 slots")
