@@ -61,7 +61,9 @@
 // # Output
 //
 // Run returns a Result: the stable trace lines (with Options.Trace), their
-// SHA-256, the observation log the invariants package judged, its
+// hash (xxHash64: the hash pins a run against regressions and across
+// platforms, nobody is adversarial here, and SHA-256 cost 8% of a run),
+// the observation log the invariants package judged, its
 // violations, and the run's Stats. A caller that keeps only the summary
 // (a sweep) hands the Result to Recycle, so that later runs reuse the
 // memory of its logs.

@@ -1,14 +1,14 @@
 package sim
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"hash"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/internal/plant"
@@ -35,8 +35,8 @@ type Result struct {
 	Seed  uint64
 	World World
 	// Trace is every input, effect and fault as a stable line (only with
-	// Options.Trace); Hash is the SHA-256 of their binary encoding, first
-	// 16 hex digits: same seed and world, same hash, on any platform.
+	// Options.Trace); Hash is the 64-bit xxHash of their binary encoding,
+	// in 16 hex digits: same seed and world, same hash, on any platform.
 	Trace []string
 	Hash  string
 	// Runs are the observation logs the checker judged, one per stream
@@ -147,7 +147,7 @@ type sim struct {
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
 	obs           []invariants.Entry // reused by observed
 	trace         []string           // the text of every line, with Options.Trace
-	hash          hash.Hash          // of the encoded lines (trace.go)
+	hash          *xxhash.Digest     // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
 	stats         Stats
 }
@@ -173,7 +173,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rLease:    stream(seed, "lease"),
 		settledAt: -1,
 		statesAt:  -1,
-		hash:      sha256.New(),
+		hash:      xxhash.New(),
 		enc:       make([]byte, 0, traceFlushBytes+256),
 	}
 	s.store = memstore.New(func() time.Time { return s.now })
