@@ -137,7 +137,18 @@ func (q *queue) postpone(at time.Time, h happening) {
 	q.push(h)
 }
 
-func key(at time.Time) int64 { return int64(at.Sub(Epoch)) }
+func key(at time.Time) int64 { return int64(sinceEpoch(at)) }
+
+// sinceEpoch is t.Sub(Epoch), without Sub's overflow check (a second
+// time.Add) for the instants a run has, which are within centuries of
+// Epoch: every scheduled happening and every traced instant pays it.
+func sinceEpoch(t time.Time) time.Duration {
+	const near = 1 << 33 // seconds, about 272 years: the sum cannot overflow
+	if s := t.Unix() - Epoch.Unix(); s > -near && s < near {
+		return time.Duration(s)*time.Second + time.Duration(t.Nanosecond()-Epoch.Nanosecond())
+	}
+	return t.Sub(Epoch) // saturated, as Sub does, for a zero or far instant
+}
 
 func (q *queue) push(x happening) {
 	var at int32

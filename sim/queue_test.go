@@ -2,6 +2,8 @@
 package sim
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -154,6 +156,26 @@ func TestBetweenAndChance(t *testing.T) {
 	for range 100 {
 		if !chance(a, 1) {
 			t.Fatal("chance(1) did not fire")
+		}
+	}
+}
+
+// TestSinceEpochIsSub holds the fast path of sinceEpoch to time.Sub, for
+// instants near Epoch and far from it, the zero instant included.
+func TestSinceEpochIsSub(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	cases := []time.Time{{}, Epoch, Epoch.Add(-1), Epoch.Add(math.MaxInt64), Epoch.Add(math.MinInt64),
+		time.Unix(math.MaxInt64/2, 0), time.Unix(math.MinInt64/2, 999_999_999)}
+	for range 100_000 {
+		d := time.Duration(r.Int64())
+		if r.IntN(2) == 0 {
+			d %= 48 * time.Hour
+		}
+		cases = append(cases, Epoch.Add(d), Epoch.Add(d).Add(time.Duration(r.Int64N(1e9))*time.Second))
+	}
+	for _, at := range cases {
+		if got, want := sinceEpoch(at), at.Sub(Epoch); got != want {
+			t.Fatalf("sinceEpoch(%v) = %d, want %d", at, got, want)
 		}
 	}
 }

@@ -224,7 +224,7 @@ func appendString(b []byte, s string) []byte {
 }
 
 func appendInstant(b []byte, t time.Time) []byte {
-	return binary.AppendVarint(b, int64(t.Sub(Epoch)))
+	return binary.AppendVarint(b, int64(sinceEpoch(t)))
 }
 
 // appendArg encodes one argument: its kind, then its value. A record is
