@@ -4,6 +4,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -177,5 +178,39 @@ func TestSinceEpochIsSub(t *testing.T) {
 		if got, want := sinceEpoch(at), at.Sub(Epoch); got != want {
 			t.Fatalf("sinceEpoch(%v) = %d, want %d", at, got, want)
 		}
+	}
+}
+
+// TestQueueAgainstSort pushes and pops happenings at random and holds
+// every pop to the earliest pending one by (instant, scheduling order),
+// found by a plain scan.
+func TestQueueAgainstSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var q queue
+	type pend struct {
+		key int64
+		seq int
+	}
+	var want []pend
+	seq := 0
+	for step := range 100_000 {
+		if len(want) == 0 || r.IntN(2) == 0 {
+			seq++
+			k := r.Int64N(50) // few instants: many ties
+			q.scheduleOffer(Epoch.Add(time.Duration(k)), doOffer, seq, 0)
+			want = append(want, pend{k, seq})
+			continue
+		}
+		first := 0
+		for i, p := range want {
+			if p.key < want[first].key || p.key == want[first].key && p.seq < want[first].seq {
+				first = i
+			}
+		}
+		got := q.next()
+		if got.key != want[first].key || int(got.event) != want[first].seq {
+			t.Fatalf("step %d: popped (%d, %d), want (%d, %d)", step, got.key, got.event, want[first].key, want[first].seq)
+		}
+		want = slices.Delete(want, first, first+1)
 	}
 }
