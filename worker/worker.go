@@ -264,6 +264,7 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 func (w *Worker) Notify(stream string) {
 	if st := w.streams[stream]; st != nil {
 		st.adoptAt = time.Time{}
+		st.changed()
 		return
 	}
 	w.claimAt = time.Time{}
@@ -276,40 +277,24 @@ func (w *Worker) Notify(stream string) {
 // call Advance once to start a new worker. Next is zero only when nothing
 // is timed: a draining worker that owns no stream.
 func (w *Worker) Next() time.Time {
+	// The earliest timer, raised to now if it is due already: each
+	// stream's earliest is cached (stream.dueAt), so this reads one
+	// instant per stream.
 	var next time.Time
-	consider := func(t time.Time) {
-		if !next.IsZero() && !t.Before(next) {
-			return // not earlier, and neither is t raised to now
-		}
-		if t.Before(w.now) {
-			t = w.now // due already (a zero instant means at once)
-		}
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
+	have := false
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
-		consider(w.claimAt)
+		next, have = w.claimAt, true
 	}
-	if !w.draining && w.cfg.Retention > 0 {
-		consider(w.purgeAt)
+	if !w.draining && w.cfg.Retention > 0 && (!have || w.purgeAt.Before(next)) {
+		next, have = w.purgeAt, true
 	}
 	for _, st := range w.order {
-		consider(st.renewAt)
-		consider(st.expiresAt)
-		switch {
-		case w.draining:
-		case st.m == nil:
-			consider(st.rebuildAt)
-		default:
-			consider(st.adoptAt)
-			if !st.wakeAt.IsZero() {
-				consider(st.wakeAt)
-			}
-			if !st.idleSince.IsZero() {
-				consider(st.releaseAt)
-			}
+		if t := st.dueAt(w.draining); !have || t.Before(next) {
+			next, have = t, true
 		}
+	}
+	if have && next.Before(w.now) {
+		next = w.now // due already (a zero instant means at once)
 	}
 	return next
 }
