@@ -194,3 +194,32 @@ func collect(out *[]Reply, fx Effects) {
 		*out = append(*out, p.Reply(channel.Outcome{}))
 	}
 }
+
+// TestNextPollCacheMatchesGrid checks nextPoll's cached interval against
+// the grid's formula, on and between grid points, going back and forth.
+func TestNextPollCacheMatchesGrid(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		poll := time.Duration(1+r.IntN(5000)) * time.Millisecond
+		origin := time.Date(2026, 1, 1, 0, 0, 0, r.IntN(1e9), time.UTC)
+		w := &Worker{cfg: Config{Poll: poll}, origin: origin}
+		var last time.Duration
+		for range 200 {
+			var off time.Duration
+			switch r.IntN(4) {
+			case 0: // on a grid point, or just before one
+				off = time.Duration(r.IntN(20))*poll - time.Duration(r.IntN(2))
+			case 1: // in the interval after the last, as a next poll is
+				off = last + time.Duration(r.Int64N(int64(2*poll)))
+			default:
+				off = time.Duration(r.Int64N(int64(20 * poll)))
+			}
+			last = max(off, 0)
+			now := origin.Add(last)
+			want := origin.Add((now.Sub(origin)/poll + 1) * poll)
+			if got := w.nextPoll(now); !got.Equal(want) || got != want {
+				t.Fatalf("poll %v, now origin+%v: nextPoll %v, want %v", poll, now.Sub(origin), got, want)
+			}
+		}
+	}
+}

@@ -33,7 +33,7 @@ type stream struct {
 	idleSince time.Time        // zero unless m has nothing left to do
 	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
-	gone      bool             // forgotten (lost or released): a pass skips it
+	gone      bool             // forgotten (lost or released): no longer in order
 
 	// due caches earliest(draining) for dueDraining, the worker's draining
 	// when it was computed; dueOK false means it is to be computed again.
@@ -50,9 +50,18 @@ func (st *stream) changed() { st.dueOK = false }
 
 // dueAt is earliest(draining), computed once per change.
 func (st *stream) dueAt(draining bool) time.Time {
-	if !st.dueOK || st.dueDraining != draining {
-		st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
+	if st.dueOK && st.dueDraining == draining {
+		return st.due
 	}
+	return st.refresh(draining)
+}
+
+// refresh is kept out of line so that dueAt, which calls it once per
+// change, inlines where it is called once per stream per pass.
+//
+//go:noinline
+func (st *stream) refresh(draining bool) time.Time {
+	st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
 	return st.due
 }
 
@@ -93,16 +102,19 @@ func (st *stream) leased(start time.Time, c Config) {
 	st.changed()
 }
 
-func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
-	if now.Before(st.dueAt(w.draining)) {
-		// No timer of the stream is due, so each check below would pass
-		// it by: the only work left is to start the idle clock, which the
-		// full path would come to with a machine, not draining.
-		if !w.draining && st.m != nil {
-			w.idle(ctx, st, now)
-		}
-		return
+// quiet is advanceStream for a stream none of whose timers is due
+// (now is before its dueAt): each of advanceStream's checks would pass it
+// by, so all that may be left is idle's, which advanceStream comes to with
+// a machine, not draining. idle changes nothing unless the idle clock is
+// to start (nothing queued, none running) or stop (queued, running): its
+// release is not due, releaseAt being one of the timers.
+func (w *Worker) quiet(ctx context.Context, st *stream, now time.Time) {
+	if !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
+		w.idle(ctx, st, now)
 	}
+}
+
+func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 	if !now.Before(st.expiresAt) {
 		// Renewals failed for a whole lease: another worker may own the
 		// stream now. Stop acting on it; the lease runs out in the store.
