@@ -33,13 +33,85 @@ type stream struct {
 	idleSince time.Time        // zero unless m has nothing left to do
 	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
-	gone      bool             // forgotten (lost or released): a pass skips it
+	gone      bool             // forgotten (lost or released): no longer in order
+
+	// due caches earliest(draining) for dueDraining, the worker's draining
+	// when it was computed; dueOK false means it is to be computed again.
+	// Every write to a timer above or to m clears dueOK (changed), so Next
+	// and an Advance with nothing due read one instant per stream, not
+	// five.
+	due         time.Time
+	dueOK       bool
+	dueDraining bool
+}
+
+// changed says that a timer or m changed: due is to be computed again.
+func (st *stream) changed() { st.dueOK = false }
+
+// dueAt is earliest(draining), computed once per change.
+func (st *stream) dueAt(draining bool) time.Time {
+	if st.dueOK && st.dueDraining == draining {
+		return st.due
+	}
+	return st.refresh(draining)
+}
+
+// refresh is kept out of line so that dueAt, which calls it once per
+// change, inlines where it is called once per stream per pass.
+//
+//go:noinline
+func (st *stream) refresh(draining bool) time.Time {
+	st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
+	return st.due
+}
+
+// earliest is the first instant at which the stream has timed work: its
+// renewal and lease end and, unless the worker is draining, its rebuild
+// (without a machine) or its adoption poll, its machine's WakeAt and its
+// idle release. Nothing of the stream is due before it.
+func (st *stream) earliest(draining bool) time.Time {
+	t := earlier(st.renewAt, st.expiresAt)
+	switch {
+	case draining:
+	case st.m == nil:
+		t = earlier(t, st.rebuildAt)
+	default:
+		t = earlier(t, st.adoptAt)
+		if !st.wakeAt.IsZero() {
+			t = earlier(t, st.wakeAt)
+		}
+		if !st.idleSince.IsZero() {
+			t = earlier(t, st.releaseAt)
+		}
+	}
+	return t
+}
+
+// earlier returns the earlier of a and b; a when they are the same instant.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // leased records a grant or renewal whose call started at start.
 func (st *stream) leased(start time.Time, c Config) {
 	st.renewAt = start.Add(c.RenewEvery)
 	st.expiresAt = start.Add(c.LeaseTTL - c.ClockMargin)
+	st.changed()
+}
+
+// quiet is advanceStream for a stream none of whose timers is due
+// (now is before its dueAt): each of advanceStream's checks would pass it
+// by, so all that may be left is idle's, which advanceStream comes to with
+// a machine, not draining. idle changes nothing unless the idle clock is
+// to start (nothing queued, none running) or stop (queued, running): its
+// release is not due, releaseAt being one of the timers.
+func (w *Worker) quiet(ctx context.Context, st *stream, now time.Time) {
+	if !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
+		w.idle(ctx, st, now)
+	}
 }
 
 func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
@@ -63,6 +135,7 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 	}
 	if !st.wakeAt.IsZero() && !now.Before(st.wakeAt) {
 		st.wakeAt = time.Time{}
+		st.changed()
 		if !w.step(ctx, st, now, machine.Tick{At: now}) {
 			return
 		}
@@ -82,6 +155,7 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 		// stop at expiresAt whatever happens.
 		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
 		st.renewAt = now.Add(w.cfg.RetryAfterFailure)
+		st.changed()
 		return true
 	}
 	st.lease = l
@@ -94,11 +168,15 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 // IdleRelease.
 func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
 	if st.m == nil || st.m.Queued() > 0 {
-		st.idleSince = time.Time{}
+		if !st.idleSince.IsZero() {
+			st.idleSince = time.Time{}
+			st.changed()
+		}
 		return
 	}
 	if st.idleSince.IsZero() {
 		st.idleSince, st.releaseAt = now, now.Add(w.cfg.IdleRelease)
+		st.changed()
 	}
 	if !now.Before(st.releaseAt) {
 		w.release(ctx, st, "nothing left to do")
@@ -135,6 +213,7 @@ func (w *Worker) readFailed(st *stream, now time.Time, err error) bool {
 	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
 	st.rebuildAt = now.Add(w.cfg.RetryAfterFailure)
 	st.adoptAt = now.Add(w.cfg.RetryAfterFailure)
+	st.changed()
 	return true
 }
 
@@ -142,6 +221,7 @@ func (w *Worker) readFailed(st *stream, now time.Time, err error) bool {
 // first batch. It reports whether the stream has a machine afterwards.
 func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
+	st.changed()
 	recs, err := w.pending(ctx, st, 0)
 	if err != nil {
 		w.readFailed(st, now, err)
@@ -162,6 +242,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 		st.lastSeq = max(st.lastSeq, r.Seq)
 	}
 	st.adoptAt = w.nextPoll(now)
+	st.changed()
 	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
 	return w.execute(ctx, st, now, b)
 }
@@ -169,6 +250,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 // adopt hands the machine the records enqueued since it last looked.
 func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
 	st.adoptAt = w.nextPoll(now)
+	st.changed()
 	recs, err := w.pending(ctx, st, st.lastSeq)
 	if err != nil {
 		return w.readFailed(st, now, err) && st.m != nil
@@ -232,6 +314,7 @@ func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in m
 func (w *Worker) dropMachine(st *stream, now time.Time) {
 	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
 	st.rebuildAt = now.Add(w.cfg.RetryAfterFailure)
+	st.changed()
 }
 
 // execute carries out a batch in the order machine.Batch requires:
@@ -272,6 +355,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 	}
 	w.handOut(st, sends, probes)
 	st.wakeAt = plantedWake(b.WakeAt)
+	st.changed()
 	return true
 }
 

@@ -133,19 +133,22 @@ func (c *Config) validate() error {
 // call carries the driver's clock reading, and Next says when to call
 // Advance again.
 type Worker struct {
-	cfg      Config
-	streams  map[string]*stream
-	order    []*stream      // owned streams, by name: the order every pass takes
-	pass     []*stream      // Advance's copy of order, kept to be reused
-	ups      []store.Update // the last Save's updates, reused (Save keeps none)
-	ans      store.Outcome  // the outcome ups points to, reused likewise
-	claimAt  time.Time
-	purgeAt  time.Time
-	gen      uint64
-	now      time.Time
-	origin   time.Time // the first clock reading: the poll grid's origin
-	draining bool
-	out      Effects
+	cfg     Config
+	streams map[string]*stream
+	order   []*stream      // owned streams, by name: the order every pass takes
+	ups     []store.Update // the last Save's updates, reused (Save keeps none)
+	ans     store.Outcome  // the outcome ups points to, reused likewise
+	claimAt time.Time
+	purgeAt time.Time
+	gen     uint64
+	now     time.Time
+	origin  time.Time // the first clock reading: the poll grid's origin
+	// pollLo and pollHi are the last grid interval nextPoll computed:
+	// nextPoll of any instant in [pollLo, pollHi) is pollHi. Zero until
+	// the first.
+	pollLo, pollHi time.Time
+	draining       bool
+	out            Effects
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a
@@ -179,8 +182,22 @@ func (w *Worker) clock(now time.Time) time.Time {
 // Advance serves them all, however many streams the worker owns and
 // whenever it took them over; each still comes within one Poll.
 func (w *Worker) nextPoll(now time.Time) time.Time {
+	// Every stream's poll in one Advance falls in the same interval of
+	// the grid, and a worker's next poll mostly in the interval after:
+	// comparisons and at most one addition, not a division, a
+	// subtraction and two additions of instants.
+	if !w.pollHi.IsZero() && !now.Before(w.pollLo) {
+		if now.Before(w.pollHi) {
+			return w.pollHi
+		}
+		if after := w.pollHi.Add(w.cfg.Poll); now.Before(after) {
+			w.pollLo, w.pollHi = w.pollHi, after
+			return after
+		}
+	}
 	n := now.Sub(w.origin)/w.cfg.Poll + 1
-	return w.origin.Add(n * w.cfg.Poll)
+	w.pollLo, w.pollHi = w.origin.Add((n-1)*w.cfg.Poll), w.origin.Add(n*w.cfg.Poll)
+	return w.pollHi
 }
 
 func (w *Worker) observe(e Event) {
@@ -203,16 +220,21 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 	now = w.clock(now)
-	// The pass takes a copy of order, which it changes as streams are lost
-	// or released; the copy's memory is reused from pass to pass (nothing
-	// in a pass calls Advance).
-	w.pass = append(w.pass[:0], w.order...)
-	for _, st := range w.pass {
-		if !st.gone { // not lost or released meanwhile
+	// The pass walks order itself, by index, with no copy: advancing a
+	// stream may remove that stream from order (lost or released), never
+	// another, and adds none (claims come after the pass), so a stream
+	// gone leaves the next one at its index.
+	for i := 0; i < len(w.order); {
+		st := w.order[i]
+		if now.Before(st.dueAt(w.draining)) {
+			w.quiet(ctx, st, now)
+		} else {
 			w.advanceStream(ctx, st, now)
 		}
+		if !st.gone {
+			i++
+		}
 	}
-	clear(w.pass) // keep no forgotten stream alive
 	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
 		w.claim(ctx, now)
 	}
@@ -264,6 +286,7 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 func (w *Worker) Notify(stream string) {
 	if st := w.streams[stream]; st != nil {
 		st.adoptAt = time.Time{}
+		st.changed()
 		return
 	}
 	w.claimAt = time.Time{}
@@ -276,40 +299,24 @@ func (w *Worker) Notify(stream string) {
 // call Advance once to start a new worker. Next is zero only when nothing
 // is timed: a draining worker that owns no stream.
 func (w *Worker) Next() time.Time {
+	// The earliest timer, raised to now if it is due already: each
+	// stream's earliest is cached (stream.dueAt), so this reads one
+	// instant per stream.
 	var next time.Time
-	consider := func(t time.Time) {
-		if !next.IsZero() && !t.Before(next) {
-			return // not earlier, and neither is t raised to now
-		}
-		if t.Before(w.now) {
-			t = w.now // due already (a zero instant means at once)
-		}
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
+	have := false
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
-		consider(w.claimAt)
+		next, have = w.claimAt, true
 	}
-	if !w.draining && w.cfg.Retention > 0 {
-		consider(w.purgeAt)
+	if !w.draining && w.cfg.Retention > 0 && (!have || w.purgeAt.Before(next)) {
+		next, have = w.purgeAt, true
 	}
 	for _, st := range w.order {
-		consider(st.renewAt)
-		consider(st.expiresAt)
-		switch {
-		case w.draining:
-		case st.m == nil:
-			consider(st.rebuildAt)
-		default:
-			consider(st.adoptAt)
-			if !st.wakeAt.IsZero() {
-				consider(st.wakeAt)
-			}
-			if !st.idleSince.IsZero() {
-				consider(st.releaseAt)
-			}
+		if t := st.dueAt(w.draining); !have || t.Before(next) {
+			next, have = t, true
 		}
+	}
+	if have && next.Before(w.now) {
+		next = w.now // due already (a zero instant means at once)
 	}
 	return next
 }
