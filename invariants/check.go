@@ -129,13 +129,14 @@ func (k *Checker) Check(run Run) []Violation {
 	if p.fail == nil {
 		p.fail = c.fail
 	}
+	k.room()
 	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range run.Entries {
 		e := &run.Entries[i]
 		at := k.refOf(e)
-		n := len(k.ids.list) // every event numbered so far has its state
-		c.views = grow(c.views, n)
-		p.events = grow(p.events, n)
+		if len(k.ids.list) > len(c.views) || len(k.workers.list) > len(c.workers) {
+			k.room()
+		}
 		p.entry(e, at)
 		c.entry(e, at)
 	}
@@ -146,9 +147,23 @@ func (k *Checker) Check(run Run) []Violation {
 	return out
 }
 
-// refOf numbers e's event and worker.
+// room gives every event and worker numbered so far its state.
+func (k *Checker) room() {
+	n, nw := len(k.ids.list), len(k.workers.list)
+	k.c.views = grow(k.c.views, n)
+	k.c.workers = grow(k.c.workers, nw)
+	k.p.room(n, nw)
+}
+
+// refOf numbers e's event and worker, for the kinds that have them.
 func (k *Checker) refOf(e *Entry) ref {
-	at := ref{ev: -1, id: -1, wk: k.workers.of(e.Worker)}
+	at := ref{ev: -1, id: -1, wk: -1}
+	switch e.Kind {
+	case Acked, Applied, Discarded, Offered, Refused, WriteRejected:
+		// No worker: the producer's, the receiver's or the store's.
+	default:
+		at.wk = k.workers.of(e.Worker)
+	}
 	switch e.Kind {
 	case Probed, ProbeReplied, CircuitChanged, Restarted, LeaseGranted, LeaseRenewed, WriteRejected:
 		return at // about no event
@@ -210,10 +225,7 @@ type flyingAttempt struct {
 }
 
 // worker returns worker wk's state.
-func (c *checker) worker(wk int) *checkerWorker {
-	c.workers = grow(c.workers, wk+1)
-	return &c.workers[wk]
-}
+func (c *checker) worker(wk int) *checkerWorker { return &c.workers[wk] }
 
 // land forgets attempt n of event ev, if it is in flight.
 func (w *checkerWorker) land(ev, n int) {

@@ -8,11 +8,28 @@ package invariants
 type names struct {
 	index map[string]int
 	list  []string // list[i] is the string numbered i
-	// The string last numbered: consecutive entries are mostly about the
-	// same event and by the same worker, and comparing two strings costs
-	// less than hashing one.
-	last     string
-	lastPlus int // its number plus one; 0 when there is none (the zero names)
+	// recent holds strings numbered lately, each in the slot its last
+	// two bytes pick: a run names its events again and again, and
+	// comparing two strings costs a fraction of hashing one. Which
+	// strings it holds changes nothing but the cost.
+	recent [recentSlots]recentName
+}
+
+const recentSlots = 128 // a power of two
+
+type recentName struct {
+	s    string
+	plus int // its number plus one; 0 for an empty slot
+}
+
+// slot picks s's slot in recent from its length and last two bytes, which
+// tell apart up to 100 IDs that count in decimal (e001, e002, ...).
+func slot(s string) int {
+	h := len(s)
+	if n := len(s); n >= 2 {
+		h += int(s[n-1]) + 10*int(s[n-2])
+	}
+	return h & (recentSlots - 1)
 }
 
 // reset forgets every number, keeping the room.
@@ -23,14 +40,20 @@ func (n *names) reset() {
 	clear(n.index)
 	clear(n.list) // let the last run's strings go
 	n.list = n.list[:0]
-	n.last, n.lastPlus = "", 0
+	n.recent = [recentSlots]recentName{}
 }
 
 // of returns the number of s, giving it the next one if it has none.
 func (n *names) of(s string) int {
-	if n.lastPlus > 0 && s == n.last {
-		return n.lastPlus - 1
+	r := &n.recent[slot(s)]
+	if r.plus > 0 && r.s == s {
+		return r.plus - 1
 	}
+	return n.index1(s, r)
+}
+
+// index1 numbers s by the map, and notes it in its slot r of recent.
+func (n *names) index1(s string, r *recentName) int {
 	if n.index == nil {
 		n.reset()
 	}
@@ -40,7 +63,7 @@ func (n *names) of(s string) int {
 		n.index[s] = i
 		n.list = append(n.list, s)
 	}
-	n.last, n.lastPlus = s, i+1
+	*r = recentName{s: s, plus: i + 1}
 	return i
 }
 

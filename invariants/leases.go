@@ -12,6 +12,10 @@ import (
 type leases struct {
 	newest uint64
 	tokens map[uint64]lease
+	// tokens[newest], which nearly every write is judged against, kept
+	// out of the map (newestKnown: the map has it).
+	newestLease lease
+	newestKnown bool
 }
 
 type lease struct {
@@ -39,6 +43,7 @@ func (p *policy) lease(e *Entry, at ref) {
 		}
 		p.tokens[e.Token] = lease{worker: e.Worker, until: e.Until}
 	}
+	p.newestLease, p.newestKnown = p.tokens[p.newest]
 }
 
 // leaseValid judges a worker's write: it was made under the newest lease,
@@ -48,7 +53,10 @@ func (p *policy) leaseValid(e *Entry) {
 	if e.Token == 0 {
 		return
 	}
-	l, ok := p.tokens[e.Token]
+	l, ok := p.newestLease, p.newestKnown
+	if e.Token != p.newest {
+		l, ok = p.tokens[e.Token]
+	}
 	switch {
 	case !ok:
 		p.fail(Leases, e.ID, e.Step, "%s wrote under token %d, which the store never granted", e.Worker, e.Token)

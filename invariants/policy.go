@@ -60,7 +60,7 @@ type policy struct {
 	ids     *names         // event IDs
 	wnames  *names         // worker names
 	events  []policyEvent  // per event, by number
-	workers []*workerState // per worker, by number; nil until it acts
+	workers []*workerState // per worker, by number
 	single  int            // the number of worker "", the single sender
 	live    int            // events whose latest record is not terminal
 	due     dueHeap        // retries of the single sender, by NextAt
@@ -128,29 +128,30 @@ func (p *policy) reset(run Run, ids, workers *names) {
 	clear(p.events) // so that grow finds zero events past the length
 	p.events = p.events[:0]
 	for _, w := range p.workers {
-		if w != nil {
-			w.reset(w.name, 1)
-			w.held = 0
-		}
+		w.reset(w.name, 1)
+		w.held = 0
 	}
 	clear(p.tokens)
-	p.newest = 0
+	p.newest, p.newestLease, p.newestKnown = 0, lease{}, false
 	p.pending = p.pending[:0]
 	p.live = 0
 	p.due = p.due[:0]
 }
 
-// worker returns worker wk's state, with room for every event numbered.
-func (p *policy) worker(wk int) *workerState {
-	p.workers = grow(p.workers, wk+1)
-	w := p.workers[wk]
-	if w == nil {
-		w = &workerState{}
-		w.reset(p.wnames.list[wk], 1)
-		p.workers[wk] = w
+// worker returns worker wk's state.
+func (p *policy) worker(wk int) *workerState { return p.workers[wk] }
+
+// room gives the first n events and nw workers their state.
+func (p *policy) room(n, nw int) {
+	p.events = grow(p.events, n)
+	for len(p.workers) < nw {
+		w := &workerState{}
+		w.reset(p.wnames.list[len(p.workers)], 1)
+		p.workers = append(p.workers, w)
 	}
-	w.ev = grow(w.ev, len(p.events))
-	return w
+	for _, w := range p.workers {
+		w.ev = grow(w.ev, n)
+	}
 }
 
 // reset makes w incarnation inc of worker name, owing nothing: what it
@@ -216,7 +217,9 @@ func (w *workerState) writer() writer { return writer{w.name, w.inc} }
 
 // entry judges one observation. It runs before the safety checker sees it.
 func (p *policy) entry(e *Entry, at ref) {
-	p.retriesDue(e.At, e.Step)
+	if len(p.due) > 0 {
+		p.retriesDue(e.At, e.Step)
+	}
 	switch e.Kind {
 	case Persisted:
 		p.persisted(e, at)
