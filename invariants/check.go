@@ -155,28 +155,36 @@ func (k *Checker) room() {
 	k.p.room(n, nw)
 }
 
+// What an entry of each kind is about, of what the checker follows by
+// number: an event (its ID; on Persisted, its record's), a worker.
+const (
+	aboutEvent = 1 << iota
+	aboutWorker
+)
+
+var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
+	Acked: aboutEvent, Persisted: aboutEvent | aboutWorker, Sent: aboutEvent | aboutWorker,
+	Probed: aboutWorker, Applied: aboutEvent, CircuitChanged: aboutWorker, Restarted: aboutWorker,
+	LeaseGranted: aboutWorker, Replied: aboutEvent | aboutWorker, Offered: aboutEvent,
+	Refused: aboutEvent, ProbeReplied: aboutWorker, LeaseRenewed: aboutWorker,
+	Adopted: aboutEvent | aboutWorker,
+	// Discarded and WriteRejected: judged by nothing the checker numbers.
+}
+
 // refOf numbers e's event and worker, for the kinds that have them.
 func (k *Checker) refOf(e *Entry) ref {
 	at := ref{ev: -1, id: -1, wk: -1}
-	switch e.Kind {
-	case Acked, Applied, Discarded, Offered, Refused, WriteRejected:
-		// No worker: the producer's, the receiver's or the store's.
-	default:
+	a := about[e.Kind]
+	if a&aboutWorker != 0 {
 		at.wk = k.workers.of(e.Worker)
 	}
-	switch e.Kind {
-	case Probed, ProbeReplied, CircuitChanged, Restarted, LeaseGranted, LeaseRenewed, WriteRejected:
-		return at // about no event
-	case Persisted:
-		at.ev = k.ids.of(e.Record.ID)
-		at.id = at.ev
-		if e.ID != e.Record.ID {
-			at.id = k.ids.of(e.ID)
+	if a&aboutEvent != 0 {
+		at.id = k.ids.of(e.ID)
+		at.ev = at.id
+		if e.Kind == Persisted && e.Record.ID != e.ID {
+			at.ev = k.ids.of(e.Record.ID)
 		}
-		return at
 	}
-	at.ev = k.ids.of(e.ID)
-	at.id = at.ev
 	return at
 }
 

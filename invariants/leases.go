@@ -11,9 +11,10 @@ import (
 // holder and expiry as the store last reported it.
 type leases struct {
 	newest uint64
-	tokens map[uint64]lease
-	// tokens[newest], which nearly every write is judged against, kept
-	// out of the map (newestKnown: the map has it).
+	// tokens holds every token's lease but the newest's, which nearly
+	// every write and renewal is about: that one is kept out of the map
+	// (newestKnown: the store reported it).
+	tokens      map[uint64]lease
 	newestLease lease
 	newestKnown bool
 }
@@ -30,20 +31,48 @@ func (p *policy) lease(e *Entry, at ref) {
 		if e.Token <= p.newest {
 			p.fail(Leases, "", e.Step, "lease token %d granted to %s after token %d: fencing tokens must grow", e.Token, e.Worker, p.newest)
 		}
-		p.newest = max(p.newest, e.Token)
-		p.tokens[e.Token] = lease{worker: e.Worker, until: e.Until}
+		if e.Token > p.newest {
+			p.supersede(e.Token)
+		}
+		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
 		w.held = e.Token
 	case LeaseRenewed:
 		if held := w.held; e.Token != held {
 			p.fail(Leases, "", e.Step, "%s renewed lease token %d and got token %d: a renewal keeps the token", e.Worker, held, e.Token)
 		}
-		l, ok := p.tokens[e.Token]
+		l, ok := p.leaseOf(e.Token)
 		if ok && e.Until.Before(l.until) {
 			p.fail(Leases, "", e.Step, "%s's renewal moved the expiry of token %d %v earlier", e.Worker, e.Token, l.until.Sub(e.Until))
 		}
-		p.tokens[e.Token] = lease{worker: e.Worker, until: e.Until}
+		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
 	}
-	p.newestLease, p.newestKnown = p.tokens[p.newest]
+}
+
+// supersede makes token the newest, moving the lease of the one it
+// supersedes into the map.
+func (p *policy) supersede(token uint64) {
+	if p.newestKnown {
+		p.tokens[p.newest] = p.newestLease
+	}
+	p.newest, p.newestLease, p.newestKnown = token, lease{}, false
+}
+
+// setLease records token's lease as the store reported it.
+func (p *policy) setLease(token uint64, l lease) {
+	if token == p.newest {
+		p.newestLease, p.newestKnown = l, true
+		return
+	}
+	p.tokens[token] = l
+}
+
+// leaseOf returns token's lease as the store last reported it.
+func (p *policy) leaseOf(token uint64) (lease, bool) {
+	if token == p.newest {
+		return p.newestLease, p.newestKnown
+	}
+	l, ok := p.tokens[token]
+	return l, ok
 }
 
 // leaseValid judges a worker's write: it was made under the newest lease,
@@ -53,10 +82,7 @@ func (p *policy) leaseValid(e *Entry) {
 	if e.Token == 0 {
 		return
 	}
-	l, ok := p.newestLease, p.newestKnown
-	if e.Token != p.newest {
-		l, ok = p.tokens[e.Token]
-	}
+	l, ok := p.leaseOf(e.Token)
 	switch {
 	case !ok:
 		p.fail(Leases, e.ID, e.Step, "%s wrote under token %d, which the store never granted", e.Worker, e.Token)

@@ -141,7 +141,11 @@ func (g *gen) step() {
 		} else {
 			g.token += uint64(rng.IntN(3))
 		}
-		g.add(Entry{Kind: kind, Token: g.token, Until: g.now.Add(time.Duration(rng.IntN(5)) * time.Second)})
+		token := g.token
+		if token > 0 && rng.IntN(4) == 0 {
+			token-- // a renewal or a grant of a superseded token
+		}
+		g.add(Entry{Kind: kind, Token: token, Until: g.now.Add(time.Duration(rng.IntN(5)) * time.Second)})
 	default:
 		g.add(Entry{Kind: WriteRejected, ID: id, Detail: "stale"})
 	}
