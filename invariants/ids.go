@@ -69,6 +69,9 @@ func (n *names) index1(s string, r *recentName) int {
 
 // lookup returns the number of s without giving it one.
 func (n *names) lookup(s string) (int, bool) {
+	if r := &n.recent[slot(s)]; r.plus > 0 && r.s == s {
+		return r.plus - 1, true
+	}
 	i, ok := n.index[s]
 	return i, ok
 }

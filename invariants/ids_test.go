@@ -39,6 +39,11 @@ func TestNamesNumberInOrderOfFirstSight(t *testing.T) {
 				t.Fatalf("round %d: lookup(%q) = %d, %v; list has %q", round, s, got, ok, n.list[got])
 			}
 		}
+		for s, w := range want { // most no longer in their slot
+			if got, ok := n.lookup(s); !ok || got != w {
+				t.Fatalf("round %d: lookup(%q) = %d, %v at the end, want %d", round, s, got, ok, w)
+			}
+		}
 		if _, ok := n.lookup("never"); ok {
 			t.Fatal("lookup numbered a string never seen")
 		}
