@@ -358,7 +358,7 @@ func (c *checker) persisted(e *Entry, at ref) {
 // machine gives up waiting for it (less Run.Stall: a stalled worker
 // stamps the start early).
 func (c *checker) started(e *Entry, at ref) {
-	p := c.run.Policy
+	p := &c.run.Policy
 	window := p.Window
 	if p.Ordering == machine.Strict {
 		window = 1
@@ -389,7 +389,7 @@ func (c *checker) started(e *Entry, at ref) {
 
 // deserved checks the reason an event was first persisted dead.
 func (c *checker) deserved(e *Entry, v *eventView) {
-	p, r := c.run.Policy, e.Record
+	p, r := &c.run.Policy, &e.Record
 	switch r.Reason {
 	case machine.Exhausted:
 		if r.Attempts < p.MaxAttempts {
@@ -410,7 +410,7 @@ func (c *checker) deserved(e *Entry, v *eventView) {
 
 func (c *checker) sent(e *Entry, at ref) {
 	v := &c.views[at.ev]
-	p := c.run.Policy
+	p := &c.run.Policy
 	v.sends++
 	switch {
 	case !v.persisted:
@@ -518,7 +518,7 @@ func (c *checker) indexFinal() []int {
 
 // liveness checks that the event settled by its deadline.
 func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
-	p := c.run.Policy
+	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {

@@ -307,7 +307,7 @@ func (p *policy) persisted(e *Entry, at ref) {
 // started judges attempt r.Attempts as it is persisted, before its send;
 // prev is the event's record before.
 func (p *policy) started(e *Entry, at ref, w *workerState, v *policyEvent, prev *machine.Record) {
-	r, pol := &e.Record, p.run.Policy
+	r, pol := &e.Record, &p.run.Policy
 	if deadline := v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
@@ -325,7 +325,7 @@ func (p *policy) started(e *Entry, at ref, w *workerState, v *policyEvent, prev 
 
 // landed judges the persisted outcome of the attempt w had in flight.
 func (p *policy) landed(e *Entry, at ref, w *workerState, v *policyEvent) {
-	r, pol := &e.Record, p.run.Policy
+	r, pol := &e.Record, &p.run.Policy
 	x := w.at(at.ev)
 	reply, replied := x.reply, x.reply != nil
 	x.flying, x.flight, x.reply = false, flight{}, nil
@@ -349,7 +349,7 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *policyEvent) {
 	}
 	v.failedAt = e.At
 	p.expectRetry(e, at, w)
-	lo, hi := retryBounds(pol, r.Attempts, hint)
+	lo, hi := retryBounds(*pol, r.Attempts, hint)
 	if d := r.NextAt.Sub(e.At); d < lo-p.run.Skew || d > hi+p.run.Skew {
 		p.fail(RetryTiming, r.ID, e.Step, "attempt %d failed and the next is due %v later; the policy allows %v to %v (Retry-After %v)", r.Attempts, d, lo, hi, hint)
 	}
@@ -456,7 +456,7 @@ func (p *policy) circuit(e *Entry, at ref) {
 // recoveredCircuit judges the circuit a rebuilt machine starts with,
 // against the records it was rebuilt from.
 func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
-	pol := p.run.Policy
+	pol := &p.run.Policy
 	var parked, troubled string
 	for _, i := range w.known {
 		id, r := p.ids.list[i], p.events[i].rec
