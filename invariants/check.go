@@ -192,7 +192,7 @@ func (k *Checker) refOf(e *Entry) ref {
 func (c *checker) reset(run Run, ids *names) {
 	c.run, c.ids = run, ids
 	clear(c.views) // so that grow finds zero views past the length
-	c.views = c.views[:0]
+	c.views = roomFor(c.views[:0], len(run.Final))
 	for i := range c.workers { // emptied, kept for the next run's workers of the same name
 		c.workers[i] = checkerWorker{flying: c.workers[i].flying[:0]}
 	}

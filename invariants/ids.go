@@ -15,7 +15,9 @@ type names struct {
 	recent [recentSlots]recentName
 }
 
-const recentSlots = 128 // a power of two
+// recentSlots is a power of two: an array, not a slice sized per use,
+// so that picking a slot needs no bounds check.
+const recentSlots = 128
 
 type recentName struct {
 	s    string
@@ -24,12 +26,12 @@ type recentName struct {
 
 // slot picks s's slot in recent from its length and last two bytes, which
 // tell apart up to 100 IDs that count in decimal (e001, e002, ...).
-func slot(s string) int {
+func (n *names) slot(s string) *recentName {
 	h := len(s)
-	if n := len(s); n >= 2 {
-		h += int(s[n-1]) + 10*int(s[n-2])
+	if l := len(s); l >= 2 {
+		h += int(s[l-1]) + 10*int(s[l-2])
 	}
-	return h & (recentSlots - 1)
+	return &n.recent[h&(recentSlots-1)]
 }
 
 // reset forgets every number, keeping the room.
@@ -45,7 +47,7 @@ func (n *names) reset() {
 
 // of returns the number of s, giving it the next one if it has none.
 func (n *names) of(s string) int {
-	r := &n.recent[slot(s)]
+	r := n.slot(s)
 	if r.plus > 0 && r.s == s {
 		return r.plus - 1
 	}
@@ -69,11 +71,22 @@ func (n *names) index1(s string, r *recentName) int {
 
 // lookup returns the number of s without giving it one.
 func (n *names) lookup(s string) (int, bool) {
-	if r := &n.recent[slot(s)]; r.plus > 0 && r.s == s {
+	if r := n.slot(s); r.plus > 0 && r.s == s {
 		return r.plus - 1, true
 	}
 	i, ok := n.index[s]
 	return i, ok
+}
+
+// roomFor returns s, or an empty slice in its place if s has no room for
+// n elements. The store's final records are nearly every event of a run:
+// state sized for them at once does not grow by doubling, leaving garbage.
+// s must hold nothing that matters (only zero elements, or be replaceable).
+func roomFor[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s
+	}
+	return make([]T, len(s), n)
 }
 
 // grow returns s with at least n elements, those added zero. It relies on
@@ -86,5 +99,10 @@ func grow[T any](s []T, n int) []T {
 	case n <= cap(s):
 		return s[:n]
 	}
-	return append(s[:cap(s)], make([]T, n-cap(s))...)
+	// Doubled, not by append's quarter for long slices: state that
+	// outgrows its room (a run without Final records) is copied O(log n)
+	// times, not O(n/4) times over.
+	t := make([]T, n, max(n, 2*cap(s), 8))
+	copy(t, s)
+	return t
 }

@@ -81,11 +81,6 @@ type policyEvent struct {
 	offer                    // what the producer was told of its ID
 }
 
-type flight struct {
-	attempt int
-	at      time.Time
-}
-
 // workerState is what one worker's machine must be doing, as far as the
 // log shows: its circuit, its failure streak, its probe, what it owes.
 type workerState struct {
@@ -112,7 +107,7 @@ type workerState struct {
 type workerEvent struct {
 	known    bool   // its machine holds it
 	flying   bool   // an attempt of this incarnation not yet landed:
-	flight   flight // this one
+	attempt  int    // this one
 	reply    *Entry // the latest reply to it, while flying (into Run.Entries)
 	parkOwed bool   // waiting, not yet persisted parked:
 	owedAt   int    // the step that owes it
@@ -126,10 +121,11 @@ func (p *policy) reset(run Run, ids, workers *names) {
 		p.leases = leases{tokens: map[uint64]lease{}}
 	}
 	clear(p.events) // so that grow finds zero events past the length
-	p.events = p.events[:0]
+	p.events = roomFor(p.events[:0], len(run.Final))
 	for _, w := range p.workers {
 		w.reset(w.name, 1)
 		w.held = 0
+		w.ev = roomFor(w.ev, len(run.Final))
 	}
 	clear(p.tokens)
 	p.newest, p.newestLease, p.newestKnown = 0, lease{}, false
@@ -231,7 +227,7 @@ func (p *policy) entry(e *Entry, at ref) {
 		p.worker(at.wk).probeOut = false
 	case Replied:
 		w := p.worker(at.wk)
-		if x := w.at(at.ev); x.flying && x.flight.attempt == e.Attempt {
+		if x := w.at(at.ev); x.flying && x.attempt == e.Attempt {
 			x.reply = e
 		}
 	case CircuitChanged:
@@ -283,7 +279,7 @@ func (p *policy) persisted(e *Entry, at ref) {
 		switch x := w.at(at.ev); {
 		case r.Attempts > prev.Attempts:
 			p.started(e, at, w, v, prev)
-		case x.flying && x.flight.attempt == r.Attempts:
+		case x.flying && x.attempt == r.Attempts:
 			p.landed(e, at, w, v)
 		}
 		if w.circuit == machine.Open {
@@ -320,7 +316,7 @@ func (p *policy) started(e *Entry, at ref, w *workerState, v *policyEvent, prev 
 			r.Attempts, prev.NextAt.Sub(e.At), prev.Attempts, v.writer)
 	}
 	x := w.at(at.ev)
-	x.flying, x.flight, x.reply = true, flight{attempt: r.Attempts, at: e.At}, nil
+	x.flying, x.attempt, x.reply = true, r.Attempts, nil
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.
@@ -328,7 +324,7 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *policyEvent) {
 	r, pol := &e.Record, &p.run.Policy
 	x := w.at(at.ev)
 	reply, replied := x.reply, x.reply != nil
-	x.flying, x.flight, x.reply = false, flight{}, nil
+	x.flying, x.attempt, x.reply = false, 0, nil
 	if r.State == machine.Delivered || r.Reason == machine.Rejected {
 		w.streak = 0 // the channel answered
 		return
