@@ -67,12 +67,12 @@ type eventView struct {
 	acked     bool
 	ackStep   int
 	persisted bool
-	pos       int            // position in acceptance order (checker.order)
-	first     identity       // as first persisted
-	rec       machine.Record // latest persisted
-	refused   bool           // the channel refused an attempt of it
-	rewritten bool           // its identity changed (reported once)
-	doneAt    time.Time      // when it was first persisted terminal
+	pos       int             // position in acceptance order (checker.order)
+	first     identity        // as first persisted
+	rec       *machine.Record // latest persisted (in Run.Entries); nil before
+	refused   bool            // the channel refused an attempt of it
+	rewritten bool            // its identity changed (reported once)
+	doneAt    time.Time       // when it was first persisted terminal
 	sends     int
 	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
 	attempts  map[int]bool // attempt numbers sent beyond those (rare)
@@ -94,12 +94,6 @@ func identityOf(r *machine.Record) identity {
 	return identity{seq: r.Seq, acceptedAt: r.AcceptedAt, payload: r.Payload}
 }
 
-// slabSize is the room of a new slab of per-event state, given the store's
-// final records (nearly every event of the stream, but only that stream's)
-// and the events already held: the first slab fits the final records, a
-// later one (a broken run, with events the store lost) as many again.
-func slabSize(final, held int) int { return max(8, final, held) }
-
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
@@ -107,29 +101,44 @@ func Check(run Run) []Violation {
 	return k.Check(run)
 }
 
-// Checker judges runs one after another, as Check does, reusing its maps
-// and slabs from one run to the next: a simulator that judges each of a
-// run's streams, or many runs, allocates them once. The zero Checker is
-// ready to use. It is not safe for concurrent use.
+// Checker judges runs one after another, as Check does, reusing its
+// slices and maps from one run to the next: a simulator that judges each
+// of a run's streams, or many runs, allocates them once. The zero Checker
+// is ready to use. It is not safe for concurrent use.
 type Checker struct {
-	c checker
-	p policy
+	c       checker
+	p       policy
+	ids     names // the run's event IDs
+	workers names // worker names, kept from run to run as their state is
+}
+
+// ref is what an entry is about, by number (see names).
+type ref struct {
+	ev int // the event: Record.ID on Persisted, ID otherwise; -1 for none
+	id int // ID's number: ev's, unless a Persisted entry's ID is not its record's
+	wk int // Worker's
 }
 
 // Check judges run as the package's Check does. The result is the
 // caller's: the Checker keeps nothing of it.
 func (k *Checker) Check(run Run) []Violation {
 	c, p := &k.c, &k.p
-	c.reset(run)
-	p.reset(run)
+	k.ids.reset()
+	c.reset(run, &k.ids)
+	p.reset(run, &k.ids, &k.workers)
 	if p.fail == nil {
 		p.fail = c.fail
 	}
+	k.room()
 	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range run.Entries {
 		e := &run.Entries[i]
-		p.entry(e)
-		c.entry(e)
+		at := k.refOf(e)
+		if len(k.ids.list) > len(c.views) || len(k.workers.list) > len(c.workers) {
+			k.room()
+		}
+		p.entry(e, at)
+		c.entry(e, at)
 	}
 	p.final()
 	c.final()
@@ -138,22 +147,55 @@ func (k *Checker) Check(run Run) []Violation {
 	return out
 }
 
-// reset readies c for run, keeping the room its maps and slabs have.
-func (c *checker) reset(run Run) {
-	c.run = run
-	if c.events == nil {
-		// The store's final records are nearly every event: size for them.
-		c.events = make(map[string]*eventView, len(run.Final))
-		c.circuit = map[string]machine.Circuit{}
-		c.flying = map[string]map[attemptKey]time.Time{}
-	} else {
-		clear(c.events)
-		clear(c.circuit)
-		for _, fl := range c.flying { // emptied, kept for the next run's workers of the same name
-			clear(fl)
+// room gives every event and worker numbered so far its state.
+func (k *Checker) room() {
+	n, nw := len(k.ids.list), len(k.workers.list)
+	k.c.views = grow(k.c.views, n)
+	k.c.workers = grow(k.c.workers, nw)
+	k.p.room(n, nw)
+}
+
+// What an entry of each kind is about, of what the checker follows by
+// number: an event (its ID; on Persisted, its record's), a worker.
+const (
+	aboutEvent = 1 << iota
+	aboutWorker
+)
+
+var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
+	Acked: aboutEvent, Persisted: aboutEvent | aboutWorker, Sent: aboutEvent | aboutWorker,
+	Probed: aboutWorker, Applied: aboutEvent, CircuitChanged: aboutWorker, Restarted: aboutWorker,
+	LeaseGranted: aboutWorker, Replied: aboutEvent | aboutWorker, Offered: aboutEvent,
+	Refused: aboutEvent, ProbeReplied: aboutWorker, LeaseRenewed: aboutWorker,
+	Adopted: aboutEvent | aboutWorker,
+	// Discarded and WriteRejected: judged by nothing the checker numbers.
+}
+
+// refOf numbers e's event and worker, for the kinds that have them.
+func (k *Checker) refOf(e *Entry) ref {
+	at := ref{ev: -1, id: -1, wk: -1}
+	a := about[e.Kind]
+	if a&aboutWorker != 0 {
+		at.wk = k.workers.of(e.Worker)
+	}
+	if a&aboutEvent != 0 {
+		at.id = k.ids.of(e.ID)
+		at.ev = at.id
+		if e.Kind == Persisted && e.Record.ID != e.ID {
+			at.ev = k.ids.of(e.Record.ID)
 		}
 	}
-	c.slab = c.slab[:0] // views are appended whole: nothing of the last run shows
+	return at
+}
+
+// reset readies c for run, keeping the room its slices have.
+func (c *checker) reset(run Run, ids *names) {
+	c.run, c.ids = run, ids
+	clear(c.views) // so that grow finds zero views past the length
+	c.views = roomFor(c.views[:0], len(run.Final))
+	for i := range c.workers { // emptied, kept for the next run's workers of the same name
+		c.workers[i] = checkerWorker{flying: c.workers[i].flying[:0]}
+	}
 	c.order = c.order[:0]
 	c.strict.reset()
 	c.newest, c.applied, c.out = 0, 0, nil
@@ -161,43 +203,58 @@ func (c *checker) reset(run Run) {
 
 type checker struct {
 	run     Run
-	events  map[string]*eventView
-	slab    []eventView                // where views live: one allocation for many (never grown in place)
-	order   []string                   // IDs in order of first persistence (acceptance order)
-	strict  strictOrder                // the same order, indexed for the order check
-	circuit map[string]machine.Circuit // per worker
-	// flying holds, per worker, the attempts started (persisted) and not
-	// yet answered, with their start: an attempt ends at its reply or, at
-	// the latest, AttemptTimeout after it started.
-	flying  map[string]map[attemptKey]time.Time
-	newest  uint64 // the newest fencing token granted
-	applied uint64 // highest seq applied (strict)
+	ids     *names
+	views   []eventView     // per event, by number
+	order   []int           // events in order of first persistence (acceptance order)
+	strict  strictOrder     // the same order, indexed for the order check
+	workers []checkerWorker // per worker, by number
+	newest  uint64          // the newest fencing token granted
+	applied uint64          // highest seq applied (strict)
 	out     []Violation
-	// finalByID indexes Run.Final for final, kept for the next run.
-	finalByID map[string]*machine.Record
+	// finalOf indexes Run.Final by event number for final (-1: none),
+	// kept for the next run.
+	finalOf []int
+}
+
+// checkerWorker is what the checker follows of one worker.
+type checkerWorker struct {
+	circuit machine.Circuit
+	// flying holds the attempts started (persisted) and not yet answered,
+	// with their start: an attempt ends at its reply or, at the latest,
+	// AttemptTimeout after it started. They are few (about a window's
+	// worth): a slice searched in full costs less than a map.
+	flying []flyingAttempt
+}
+
+type flyingAttempt struct {
+	ev      int
+	attempt int
+	at      time.Time
+}
+
+// worker returns worker wk's state.
+func (c *checker) worker(wk int) *checkerWorker { return &c.workers[wk] }
+
+// land forgets attempt n of event ev, if it is in flight.
+func (w *checkerWorker) land(ev, n int) {
+	for i, f := range w.flying {
+		if f.ev == ev && f.attempt == n {
+			last := len(w.flying) - 1
+			w.flying[i] = w.flying[last]
+			w.flying = w.flying[:last]
+			return
+		}
+	}
 }
 
 func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 	c.out = append(c.out, Violation{Invariant: inv, ID: id, Step: step, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) view(id string) *eventView {
-	v := c.events[id]
-	if v == nil {
-		if len(c.slab) == cap(c.slab) {
-			c.slab = make([]eventView, 0, slabSize(len(c.run.Final), len(c.events)))
-		}
-		c.slab = append(c.slab, eventView{})
-		v = &c.slab[len(c.slab)-1]
-		c.events[id] = v
-	}
-	return v
-}
-
-func (c *checker) entry(e *Entry) {
+func (c *checker) entry(e *Entry, at ref) {
 	switch e.Kind {
 	case Acked:
-		v := c.view(e.ID)
+		v := &c.views[at.ev]
 		if !v.persisted {
 			c.fail(NothingLost, e.ID, e.Step, "acknowledged before it was persisted")
 		}
@@ -208,11 +265,11 @@ func (c *checker) entry(e *Entry) {
 			v.acked, v.ackStep = true, e.Step
 		}
 	case Persisted:
-		c.persisted(e)
+		c.persisted(e, at)
 	case Sent:
-		c.sent(e)
+		c.sent(e, at)
 	case Applied:
-		v := c.view(e.ID)
+		v := &c.views[at.ev]
 		v.applied++
 		if v.applied > 1 {
 			c.fail(AppliedOnce, e.ID, e.Step, "applied %d times", v.applied)
@@ -228,31 +285,32 @@ func (c *checker) entry(e *Entry) {
 			c.applied = max(c.applied, v.seq)
 		}
 	case CircuitChanged:
-		c.circuit[e.Worker] = e.Circuit
+		c.worker(at.wk).circuit = e.Circuit
 	case Restarted:
-		c.circuit[e.Worker] = 0
-		clear(c.flying[e.Worker]) // the new machine owes nothing to the old one's attempts; the map is kept
+		w := c.worker(at.wk)
+		w.circuit = 0
+		w.flying = w.flying[:0] // the new machine owes nothing to the old one's attempts
 	case LeaseGranted:
 		c.newest = max(c.newest, e.Token)
 	case Replied:
 		if e.Detail == machine.OutcomeRefused.String() {
-			c.view(e.ID).refused = true
+			c.views[at.ev].refused = true
 		}
-		delete(c.flying[e.Worker], attemptKey{e.ID, e.Attempt})
+		c.worker(at.wk).land(at.ev, e.Attempt)
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
 	case Probed, Discarded:
 	}
 }
 
-func (c *checker) persisted(e *Entry) {
-	r := e.Record
-	v := c.view(r.ID)
+func (c *checker) persisted(e *Entry, at ref) {
+	r := &e.Record
+	v := &c.views[at.ev]
 	if !v.persisted {
 		v.persisted = true
 		v.seq = r.Seq
-		v.first = identityOf(&r)
-		c.order = append(c.order, r.ID)
+		v.first = identityOf(r)
+		c.order = append(c.order, at.ev)
 		v.pos = c.strict.add(r.Seq)
 	} else {
 		prev := v.rec
@@ -268,18 +326,18 @@ func (c *checker) persisted(e *Entry) {
 			if prev.State == machine.Dead {
 				inv = DeadKept
 			}
-			c.fail(inv, r.ID, e.Step, "terminal state %s changed to %s", describe(prev), describe(r))
+			c.fail(inv, r.ID, e.Step, "terminal state %s changed to %s", describe(*prev), describe(*r))
 		}
 		if r.Attempts < prev.Attempts {
 			c.fail(Monotonic, r.ID, e.Step, "attempts went from %d down to %d", prev.Attempts, r.Attempts)
 		}
 		switch {
 		case r.Attempts > prev.Attempts && (r.State == machine.Pending || r.State == machine.Retry):
-			c.started(e) // a new attempt goes out from pending or retry
+			c.started(e, at) // a new attempt goes out from pending or retry
 		case r.Attempts == prev.Attempts && r.State != prev.State:
 			// The attempt landed: failed into retry or parked, delivered,
 			// dead. (A reply, when there is one, already said so.)
-			delete(c.flying[e.Worker], attemptKey{r.ID, r.Attempts})
+			c.worker(at.wk).land(at.ev, r.Attempts)
 		}
 	}
 	if r.State.Terminal() && v.doneAt.IsZero() {
@@ -293,42 +351,45 @@ func (c *checker) persisted(e *Entry) {
 	c.strict.set(v.pos, r.State.Terminal())
 }
 
-type attemptKey struct {
-	id      string
-	attempt int
-}
-
 // started checks the window when Worker starts attempt Record.Attempts (a
 // persisted attempt count that grew): at most one attempt in flight in
 // strict order, at most Window in independent order. An attempt stops
 // counting at its reply or AttemptTimeout after its start, when the
 // machine gives up waiting for it (less Run.Stall: a stalled worker
 // stamps the start early).
-func (c *checker) started(e *Entry) {
-	p := c.run.Policy
+func (c *checker) started(e *Entry, at ref) {
+	p := &c.run.Policy
 	window := p.Window
 	if p.Ordering == machine.Strict {
 		window = 1
 	}
-	fl := c.flying[e.Worker]
-	if fl == nil {
-		fl = map[attemptKey]time.Time{}
-		c.flying[e.Worker] = fl
-	}
-	for k, at := range fl { // order does not matter: only the count is used
-		if !e.At.Before(at.Add(p.AttemptTimeout - c.run.Stall)) {
-			delete(fl, k)
+	w := c.worker(at.wk)
+	// Keep the attempts still counting (their order does not matter:
+	// only the count is used) and note whether this one is among them.
+	fl, n, again := w.flying[:0], e.Record.Attempts, -1
+	for _, f := range w.flying {
+		if !e.At.Before(f.at.Add(p.AttemptTimeout - c.run.Stall)) {
+			continue
 		}
+		if f.ev == at.id && f.attempt == n {
+			again = len(fl)
+		}
+		fl = append(fl, f)
 	}
 	if len(fl) >= window {
-		c.fail(BoundedSends, e.ID, e.Step, "attempt %d started with %d attempts in flight; the window is %d", e.Record.Attempts, len(fl), window)
+		c.fail(BoundedSends, e.ID, e.Step, "attempt %d started with %d attempts in flight; the window is %d", n, len(fl), window)
 	}
-	fl[attemptKey{e.ID, e.Record.Attempts}] = e.At
+	if again >= 0 {
+		fl[again].at = e.At
+	} else { // keyed by the entry's ID, as a reply names it
+		fl = append(fl, flyingAttempt{ev: at.id, attempt: n, at: e.At})
+	}
+	w.flying = fl
 }
 
 // deserved checks the reason an event was first persisted dead.
 func (c *checker) deserved(e *Entry, v *eventView) {
-	p, r := c.run.Policy, e.Record
+	p, r := &c.run.Policy, &e.Record
 	switch r.Reason {
 	case machine.Exhausted:
 		if r.Attempts < p.MaxAttempts {
@@ -347,9 +408,9 @@ func (c *checker) deserved(e *Entry, v *eventView) {
 	}
 }
 
-func (c *checker) sent(e *Entry) {
-	v := c.view(e.ID)
-	p := c.run.Policy
+func (c *checker) sent(e *Entry, at ref) {
+	v := &c.views[at.ev]
+	p := &c.run.Policy
 	v.sends++
 	switch {
 	case !v.persisted:
@@ -370,7 +431,7 @@ func (c *checker) sent(e *Entry) {
 	if v.rec.State.Terminal() && !zombie {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent after the event was %s", e.Attempt, v.rec.State)
 	}
-	if cs := c.circuit[e.Worker]; cs == machine.Open || cs == machine.Checking {
+	if cs := c.worker(at.wk).circuit; cs == machine.Open || cs == machine.Checking {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the circuit was %s", e.Attempt, cs)
 	}
 	if v.rec.State == machine.Parked && !zombie {
@@ -378,9 +439,9 @@ func (c *checker) sent(e *Entry) {
 	}
 	if p.Ordering == machine.Strict {
 		if pos, blocked := c.strict.blocker(v.seq); blocked {
-			id := c.order[pos]
-			w := c.events[id]
-			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, id, w.rec.State)
+			ev := c.order[pos]
+			w := &c.views[ev]
+			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, c.ids.list[ev], w.rec.State)
 		}
 	}
 }
@@ -403,24 +464,18 @@ func (v *eventView) sentBefore(n int) bool {
 }
 
 func (c *checker) final() {
-	if c.finalByID == nil {
-		c.finalByID = make(map[string]*machine.Record, len(c.run.Final))
-	}
-	final := c.finalByID
-	clear(final)
 	var end time.Time
-	for i := range c.run.Final {
-		final[c.run.Final[i].ID] = &c.run.Final[i]
-	}
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
-	for _, id := range c.order {
-		v := c.events[id]
-		rp, ok := final[id]
+	finalOf := c.indexFinal()
+	for _, ev := range c.order {
+		v, id := &c.views[ev], c.ids.list[ev]
+		i := finalOf[ev]
+		ok := i >= 0
 		var r machine.Record
 		if ok {
-			r = *rp
+			r = c.run.Final[i]
 		}
 		switch {
 		case !ok && v.everDead:
@@ -441,9 +496,29 @@ func (c *checker) final() {
 	}
 }
 
+// indexFinal returns, per event number, the index in Run.Final of its
+// record (-1: none; the last, should a broken store list an ID twice).
+// Records of IDs the log never named are no event's: final ignores them.
+func (c *checker) indexFinal() []int {
+	n := len(c.ids.list)
+	if cap(c.finalOf) < n {
+		c.finalOf = make([]int, n)
+	}
+	finalOf := c.finalOf[:n]
+	for i := range finalOf {
+		finalOf[i] = -1
+	}
+	for i := range c.run.Final {
+		if ev, ok := c.ids.lookup(c.run.Final[i].ID); ok {
+			finalOf[ev] = i
+		}
+	}
+	return finalOf
+}
+
 // liveness checks that the event settled by its deadline.
 func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
-	p := c.run.Policy
+	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {

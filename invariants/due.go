@@ -22,7 +22,7 @@ import (
 
 type dueRetry struct {
 	at      time.Time
-	id      string
+	ev      int // the event, by number
 	attempt int // the attempt that failed; the retry is attempt+1
 	inc     int
 	step    int // where the failure was persisted
@@ -75,18 +75,18 @@ func (h *dueHeap) pop() dueRetry {
 }
 
 // expectRetry notes a failure persisted in retry by the single sender.
-func (p *policy) expectRetry(e *Entry, w *workerState) {
+func (p *policy) expectRetry(e *Entry, at ref, w *workerState) {
 	if e.Worker != "" || e.Record.State != machine.Retry {
 		return
 	}
-	p.due.push(dueRetry{at: e.Record.NextAt, id: e.Record.ID, attempt: e.Record.Attempts, inc: w.inc, step: e.Step})
+	p.due.push(dueRetry{at: e.Record.NextAt, ev: at.ev, attempt: e.Record.Attempts, inc: w.inc, step: e.Step})
 }
 
 // retriesDue judges every retry due before now, as the log reaches now.
 func (p *policy) retriesDue(now time.Time, step int) {
 	for len(p.due) > 0 && p.due[0].at.Before(now) {
 		d := p.due.pop()
-		v, w := p.events[d.id], p.worker("")
+		v, w := &p.events[d.ev], p.worker(p.single)
 		switch {
 		case v.rec.State != machine.Retry || v.rec.Attempts != d.attempt || !v.rec.NextAt.Equal(d.at):
 			continue // it went out, died, or was parked
@@ -97,7 +97,7 @@ func (p *policy) retriesDue(now time.Time, step int) {
 		case p.live > max(p.run.Policy.Window, 1):
 			continue // the window may be full
 		}
-		p.fail(RetryTiming, d.id, step, "attempt %d was due at its NextAt %v after its failure (step %d), with the circuit closed and room in the window, and had not gone out by %v",
-			d.attempt+1, d.at.Sub(p.events[d.id].failedAt), d.step, now.Sub(d.at))
+		p.fail(RetryTiming, p.ids.list[d.ev], step, "attempt %d was due at its NextAt %v after its failure (step %d), with the circuit closed and room in the window, and had not gone out by %v",
+			d.attempt+1, d.at.Sub(v.failedAt), d.step, now.Sub(d.at))
 	}
 }

@@ -11,8 +11,12 @@ import (
 // holder and expiry as the store last reported it.
 type leases struct {
 	newest uint64
-	tokens map[uint64]lease
-	held   map[string]uint64 // per worker, the token it was last granted
+	// tokens holds every token's lease but the newest's, which nearly
+	// every write and renewal is about: that one is kept out of the map
+	// (newestKnown: the store reported it).
+	tokens      map[uint64]lease
+	newestLease lease
+	newestKnown bool
 }
 
 type lease struct {
@@ -20,25 +24,55 @@ type lease struct {
 	until  time.Time
 }
 
-func (p *policy) lease(e *Entry) {
+func (p *policy) lease(e *Entry, at ref) {
+	w := p.worker(at.wk)
 	switch e.Kind {
 	case LeaseGranted:
 		if e.Token <= p.newest {
 			p.fail(Leases, "", e.Step, "lease token %d granted to %s after token %d: fencing tokens must grow", e.Token, e.Worker, p.newest)
 		}
-		p.newest = max(p.newest, e.Token)
-		p.tokens[e.Token] = lease{worker: e.Worker, until: e.Until}
-		p.held[e.Worker] = e.Token
+		if e.Token > p.newest {
+			p.supersede(e.Token)
+		}
+		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
+		w.held = e.Token
 	case LeaseRenewed:
-		if held := p.held[e.Worker]; e.Token != held {
+		if held := w.held; e.Token != held {
 			p.fail(Leases, "", e.Step, "%s renewed lease token %d and got token %d: a renewal keeps the token", e.Worker, held, e.Token)
 		}
-		l, ok := p.tokens[e.Token]
+		l, ok := p.leaseOf(e.Token)
 		if ok && e.Until.Before(l.until) {
 			p.fail(Leases, "", e.Step, "%s's renewal moved the expiry of token %d %v earlier", e.Worker, e.Token, l.until.Sub(e.Until))
 		}
-		p.tokens[e.Token] = lease{worker: e.Worker, until: e.Until}
+		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
 	}
+}
+
+// supersede makes token the newest, moving the lease of the one it
+// supersedes into the map.
+func (p *policy) supersede(token uint64) {
+	if p.newestKnown {
+		p.tokens[p.newest] = p.newestLease
+	}
+	p.newest, p.newestLease, p.newestKnown = token, lease{}, false
+}
+
+// setLease records token's lease as the store reported it.
+func (p *policy) setLease(token uint64, l lease) {
+	if token == p.newest {
+		p.newestLease, p.newestKnown = l, true
+		return
+	}
+	p.tokens[token] = l
+}
+
+// leaseOf returns token's lease as the store last reported it.
+func (p *policy) leaseOf(token uint64) (lease, bool) {
+	if token == p.newest {
+		return p.newestLease, p.newestKnown
+	}
+	l, ok := p.tokens[token]
+	return l, ok
 }
 
 // leaseValid judges a worker's write: it was made under the newest lease,
@@ -48,7 +82,7 @@ func (p *policy) leaseValid(e *Entry) {
 	if e.Token == 0 {
 		return
 	}
-	l, ok := p.tokens[e.Token]
+	l, ok := p.leaseOf(e.Token)
 	switch {
 	case !ok:
 		p.fail(Leases, e.ID, e.Step, "%s wrote under token %d, which the store never granted", e.Worker, e.Token)
@@ -61,37 +95,59 @@ func (p *policy) leaseValid(e *Entry) {
 
 // producers follows the producer's offers of IDs already acknowledged.
 type producers struct {
-	acked   map[string]uint64 // ID -> the sequence it was acknowledged as
-	pending map[string]int    // re-offers of acknowledged IDs not yet answered, by step
+	// pending lists the events (by number) whose offer.pending was set
+	// since it was last emptied, some since answered: to go over them.
+	pending []int
 }
 
-func (p *policy) producer(e *Entry) {
+// offer is what the producer was told of one ID.
+type offer struct {
+	acked   bool
+	ackSeq  uint64 // the sequence it was acknowledged as
+	pending bool   // a re-offer of it, acknowledged before, is not yet answered:
+	offerAt int    // the step of that re-offer
+	listed  bool   // it is in producers.pending
+}
+
+func (p *policy) producer(e *Entry, at ref) {
+	o := &p.events[at.ev].offer
 	switch e.Kind {
 	case Offered:
-		if _, ok := p.acked[e.ID]; ok {
-			if _, waiting := p.pending[e.ID]; !waiting {
-				p.pending[e.ID] = e.Step
+		if o.acked && !o.pending {
+			o.pending, o.offerAt = true, e.Step
+			if !o.listed {
+				o.listed = true
+				p.pending = append(p.pending, at.ev)
 			}
 		}
 	case Acked:
-		if seq, ok := p.acked[e.ID]; ok && seq != e.Seq {
-			p.fail(Producers, e.ID, e.Step, "acknowledged again as seq %d; it was acknowledged as seq %d", e.Seq, seq)
-		} else if !ok {
-			p.acked[e.ID] = e.Seq
+		if o.acked && o.ackSeq != e.Seq {
+			p.fail(Producers, e.ID, e.Step, "acknowledged again as seq %d; it was acknowledged as seq %d", e.Seq, o.ackSeq)
+		} else if !o.acked {
+			o.acked, o.ackSeq = true, e.Seq
 		}
-		delete(p.pending, e.ID)
+		o.pending = false
 	case Refused:
-		if _, waiting := p.pending[e.ID]; waiting && e.Detail == "queue full" {
+		if o.pending && e.Detail == "queue full" {
 			p.fail(Producers, e.ID, e.Step, "a re-offer of an acknowledged ID was refused (%s); it must be acknowledged again", e.Detail)
 		}
-		delete(p.pending, e.ID) // a store outage may refuse anything
+		o.pending = false // a store outage may refuse anything
 	}
+}
+
+// clearPending forgets every re-offer not yet answered.
+func (p *policy) clearPending() {
+	for _, i := range p.pending {
+		o := &p.events[i].offer
+		o.pending, o.listed = false, false
+	}
+	p.pending = p.pending[:0]
 }
 
 // duplicateChanged judges a record persisted while a re-offer of its ID
 // is being answered: the offer may change nothing of its identity.
-func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
-	if _, waiting := p.pending[e.ID]; !waiting {
+func (p *policy) duplicateChanged(e *Entry, at ref, v *policyEvent) {
+	if !p.events[at.id].pending {
 		return
 	}
 	r := e.Record
@@ -100,14 +156,16 @@ func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
 	}
 }
 
-// final reports re-offers that were never answered.
+// final reports re-offers that were never answered, by step.
 func (p *policy) final() {
-	ids := make([]string, 0, len(p.pending))
-	for id := range p.pending {
-		ids = append(ids, id)
+	var waiting []int
+	for _, i := range p.pending {
+		if p.events[i].pending {
+			waiting = append(waiting, i)
+		}
 	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(p.pending[a], p.pending[b]) })
-	for _, id := range ids {
-		p.fail(Producers, id, p.pending[id], "a re-offer of an acknowledged ID was never acknowledged")
+	slices.SortFunc(waiting, func(a, b int) int { return cmp.Compare(p.events[a].offerAt, p.events[b].offerAt) })
+	for _, i := range waiting {
+		p.fail(Producers, p.ids.list[i], p.events[i].offerAt, "a re-offer of an acknowledged ID was never acknowledged")
 	}
 }

@@ -1,9 +1,7 @@
 package invariants
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -59,25 +57,28 @@ var PolicyNames = []string{RetryTiming, Breaker, Parking, Recovery, Age, Leases,
 type policy struct {
 	run     Run
 	fail    func(inv, id string, step int, format string, args ...any)
-	events  map[string]*policyEvent
-	slab    []policyEvent // where events live: one allocation for many (never grown in place)
-	workers map[string]*workerState
-	live    int     // events whose latest record is not terminal
-	due     dueHeap // retries of the single sender, by NextAt
+	ids     *names         // event IDs
+	wnames  *names         // worker names
+	events  []policyEvent  // per event, by number
+	workers []*workerState // per worker, by number
+	single  int            // the number of worker "", the single sender
+	live    int            // events whose latest record is not terminal
+	due     dueHeap        // retries of the single sender, by NextAt
+	// blank is the record before an event's first: the zero record, due
+	// at its acceptance (an event accepted and sent in one batch is first
+	// persisted with attempt 1).
+	blank machine.Record
 	leases
 	producers
 }
 
 type policyEvent struct {
+	seen     bool // persisted at least once
 	first    identity
-	rec      machine.Record
-	writer   writer    // worker and incarnation that persisted rec
-	failedAt time.Time // when its latest attempt was persisted as failed
-}
-
-type flight struct {
-	attempt int
-	at      time.Time
+	rec      *machine.Record // latest persisted (in Run.Entries)
+	writer   writer          // worker and incarnation that persisted rec
+	failedAt time.Time       // when its latest attempt was persisted as failed
+	offer                    // what the producer was told of its ID
 }
 
 // workerState is what one worker's machine must be doing, as far as the
@@ -86,63 +87,117 @@ type workerState struct {
 	name      string
 	inc       int
 	circuit   machine.Circuit
-	circuitAt time.Time         // when the circuit last changed
-	flying    map[string]flight // attempts of this incarnation not yet landed
-	replies   map[string]*Entry // the latest reply per in-flight event (into Run.Entries)
-	known     map[string]bool   // events its machine holds
-	streak    int               // consecutive retryable failures
-	probeOut  bool              // a probe is unanswered
-	probeAt   time.Time         // when the unanswered probe was sent
-	probeOwed int               // step of the failure that owes a probe; -1 if none
-	probeNext bool              // recovered: the next thing sent must be a probe
-	recovered bool              // Restarted: the next circuit is the recovered one
-	parkOwed  map[string]int    // waiting records not yet persisted parked, with the step that owes it
+	circuitAt time.Time // when the circuit last changed
+	streak    int       // consecutive retryable failures
+	probeOut  bool      // a probe is unanswered
+	probeAt   time.Time // when the unanswered probe was sent
+	probeOwed int       // step of the failure that owes a probe; -1 if none
+	probeNext bool      // recovered: the next thing sent must be a probe
+	recovered bool      // Restarted: the next circuit is the recovered one
+	held      uint64    // the lease token it was last granted (kept across incarnations)
+	// ev is what its machine holds of each event, by number (ev[i].known);
+	// known lists those numbers, to go over them and to forget them.
+	ev    []workerEvent
+	known []int
+	owed  int // events that owe parking (parkOwed)
 }
 
-// reset readies p for run, keeping the room its maps and slabs have. A
+// workerEvent is what one worker's machine holds of one event. Only a
+// known event has anything else set.
+type workerEvent struct {
+	known    bool   // its machine holds it
+	flying   bool   // an attempt of this incarnation not yet landed:
+	attempt  int    // this one
+	reply    *Entry // the latest reply to it, while flying (into Run.Entries)
+	parkOwed bool   // waiting, not yet persisted parked:
+	owedAt   int    // the step that owes it
+}
+
+// reset readies p for run, keeping the room its slices and maps have. A
 // worker it knew is kept, as fresh as worker would make it.
-func (p *policy) reset(run Run) {
-	p.run = run
-	if p.events == nil {
-		p.events = make(map[string]*policyEvent, len(run.Final))
-		p.workers = map[string]*workerState{}
-		p.leases = leases{tokens: map[uint64]lease{}, held: map[string]uint64{}}
-		p.producers = producers{acked: map[string]uint64{}, pending: map[string]int{}}
-	} else {
-		clear(p.events)
-		for _, w := range p.workers {
-			w.reset(w.name, 1)
-		}
-		clear(p.tokens)
-		clear(p.held)
-		p.newest = 0
-		clear(p.acked)
-		clear(p.pending)
+func (p *policy) reset(run Run, ids, workers *names) {
+	p.run, p.ids, p.wnames, p.single = run, ids, workers, workers.of("")
+	if p.tokens == nil {
+		p.leases = leases{tokens: map[uint64]lease{}}
 	}
-	p.slab = p.slab[:0] // events are appended whole: nothing of the last run shows
+	clear(p.events) // so that grow finds zero events past the length
+	p.events = roomFor(p.events[:0], len(run.Final))
+	for _, w := range p.workers {
+		w.reset(w.name, 1)
+		w.held = 0
+		w.ev = roomFor(w.ev, len(run.Final))
+	}
+	clear(p.tokens)
+	p.newest, p.newestLease, p.newestKnown = 0, lease{}, false
+	p.pending = p.pending[:0]
 	p.live = 0
 	p.due = p.due[:0]
 }
 
-func (p *policy) worker(name string) *workerState {
-	w := p.workers[name]
-	if w == nil {
-		w = &workerState{flying: map[string]flight{}, replies: map[string]*Entry{}, known: map[string]bool{}, parkOwed: map[string]int{}}
-		w.reset(name, 1)
-		p.workers[name] = w
+// worker returns worker wk's state.
+func (p *policy) worker(wk int) *workerState { return p.workers[wk] }
+
+// room gives the first n events and nw workers their state.
+func (p *policy) room(n, nw int) {
+	p.events = grow(p.events, n)
+	for len(p.workers) < nw {
+		w := &workerState{}
+		w.reset(p.wnames.list[len(p.workers)], 1)
+		p.workers = append(p.workers, w)
 	}
-	return w
+	for _, w := range p.workers {
+		w.ev = grow(w.ev, n)
+	}
 }
 
-// reset makes w incarnation inc of worker name, owing nothing: its maps
-// are emptied, their room kept.
+// reset makes w incarnation inc of worker name, owing nothing: what it
+// held of events is forgotten, the room kept.
 func (w *workerState) reset(name string, inc int) {
-	clear(w.flying)
-	clear(w.replies)
-	clear(w.known)
-	clear(w.parkOwed)
-	*w = workerState{name: name, inc: inc, flying: w.flying, replies: w.replies,
-		known: w.known, parkOwed: w.parkOwed, probeOwed: -1}
+	for _, i := range w.known {
+		w.ev[i] = workerEvent{}
+	}
+	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev, known: w.known[:0], probeOwed: -1}
+}
+
+// at returns what w holds of event ev.
+func (w *workerState) at(ev int) *workerEvent { return &w.ev[ev] }
+
+// know notes that w's machine holds event ev.
+func (w *workerState) know(ev int) {
+	if x := &w.ev[ev]; !x.known {
+		x.known = true
+		w.known = append(w.known, ev)
+	}
+}
+
+// owe notes that event ev owes parking since step.
+func (w *workerState) owe(ev, step int) {
+	w.know(ev)
+	x := &w.ev[ev]
+	if !x.parkOwed {
+		x.parkOwed = true
+		w.owed++
+	}
+	x.owedAt = step
+}
+
+// settle notes that event ev owes no parking.
+func (w *workerState) settle(ev int) {
+	if x := &w.ev[ev]; x.parkOwed {
+		x.parkOwed = false
+		w.owed--
+	}
+}
+
+// settleAll forgets every parking owed.
+func (w *workerState) settleAll() {
+	if w.owed == 0 {
+		return
+	}
+	for _, i := range w.known {
+		w.ev[i].parkOwed = false
+	}
+	w.owed = 0
 }
 
 // writer names a worker's incarnation. It is compared on every persisted
@@ -157,83 +212,86 @@ func (w writer) String() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
 func (w *workerState) writer() writer { return writer{w.name, w.inc} }
 
 // entry judges one observation. It runs before the safety checker sees it.
-func (p *policy) entry(e *Entry) {
-	p.retriesDue(e.At, e.Step)
+func (p *policy) entry(e *Entry, at ref) {
+	if len(p.due) > 0 {
+		p.retriesDue(e.At, e.Step)
+	}
 	switch e.Kind {
 	case Persisted:
-		p.persisted(e)
+		p.persisted(e, at)
 	case Sent:
-		p.sent(e)
+		p.sent(e, at)
 	case Probed:
-		p.probed(e)
+		p.probed(e, at)
 	case ProbeReplied:
-		p.worker(e.Worker).probeOut = false
+		p.worker(at.wk).probeOut = false
 	case Replied:
-		w := p.worker(e.Worker)
-		if f, ok := w.flying[e.ID]; ok && f.attempt == e.Attempt {
-			w.replies[e.ID] = e
+		w := p.worker(at.wk)
+		if x := w.at(at.ev); x.flying && x.attempt == e.Attempt {
+			x.reply = e
 		}
 	case CircuitChanged:
-		p.circuit(e)
+		p.circuit(e, at)
 	case Restarted:
-		w := p.worker(e.Worker)
-		w.reset(w.name, w.inc+1) // a fresh machine owes nothing
-		w.recovered = true
-		for id, v := range p.events {
-			if !v.rec.State.Terminal() {
-				w.known[id] = true
-			}
-		}
-		clear(p.pending) // a crash may cut an acknowledgement
+		p.restarted(at)
 	case Adopted:
-		w := p.worker(e.Worker)
-		w.known[e.ID] = true
+		w := p.worker(at.wk)
+		w.know(at.ev)
 		if w.circuit == machine.Open {
-			w.parkOwed[e.ID] = e.Step
+			w.owe(at.ev, e.Step)
 		}
 	case LeaseGranted, LeaseRenewed:
-		p.lease(e)
+		p.lease(e, at)
 	case Offered, Acked, Refused:
-		p.producer(e)
+		p.producer(e, at)
 	}
 }
 
-func (p *policy) persisted(e *Entry) {
-	r := e.Record
-	v := p.events[r.ID]
-	if v == nil {
-		// A new event: its previous version is the zero record (an event
-		// accepted and sent in one batch is first persisted with attempt 1).
-		if len(p.slab) == cap(p.slab) {
-			p.slab = make([]policyEvent, 0, slabSize(len(p.run.Final), len(p.events)))
+// restarted makes the worker a fresh machine that owes nothing and holds
+// every event not yet terminal.
+func (p *policy) restarted(at ref) {
+	w := p.worker(at.wk)
+	w.reset(w.name, w.inc+1)
+	w.recovered = true
+	for i := range p.events {
+		if v := &p.events[i]; v.seen && !v.rec.State.Terminal() {
+			w.know(i)
 		}
-		p.slab = append(p.slab, policyEvent{first: identityOf(&r), rec: machine.Record{NextAt: r.AcceptedAt}})
-		v = &p.slab[len(p.slab)-1]
-		p.events[r.ID] = v
+	}
+	p.clearPending() // a crash may cut an acknowledgement
+}
+
+func (p *policy) persisted(e *Entry, at ref) {
+	r := &e.Record
+	v := &p.events[at.ev]
+	prev := v.rec
+	if !v.seen {
+		v.seen, v.first = true, identityOf(r)
+		p.blank = machine.Record{NextAt: r.AcceptedAt}
+		prev = &p.blank
 	} else {
-		p.duplicateChanged(e, v)
+		p.duplicateChanged(e, at, v)
 	}
 	if e.Worker != "store" {
 		p.leaseValid(e)
-		w := p.worker(e.Worker)
-		w.known[r.ID] = true
-		switch f, ok := w.flying[r.ID]; {
-		case r.Attempts > v.rec.Attempts:
-			p.started(e, w, v)
-		case ok && f.attempt == r.Attempts:
-			p.landed(e, w, v)
+		w := p.worker(at.wk)
+		w.know(at.ev)
+		switch x := w.at(at.ev); {
+		case r.Attempts > prev.Attempts:
+			p.started(e, at, w, v, prev)
+		case x.flying && x.attempt == r.Attempts:
+			p.landed(e, at, w, v)
 		}
 		if w.circuit == machine.Open {
-			_, flying := w.flying[r.ID]
-			if r.State == machine.Parked || r.State.Terminal() || flying {
-				delete(w.parkOwed, r.ID)
-			} else if _, owed := w.parkOwed[r.ID]; !owed {
-				w.parkOwed[r.ID] = e.Step
+			if r.State == machine.Parked || r.State.Terminal() || w.at(at.ev).flying {
+				w.settle(at.ev)
+			} else if !w.at(at.ev).parkOwed {
+				w.owe(at.ev, e.Step)
 			}
 		}
 		v.writer = w.writer()
 	}
-	if v.rec.ID != "" && !v.rec.State.Terminal() {
+	if prev.ID != "" && !prev.State.Terminal() {
 		p.live--
 	}
 	if !r.State.Terminal() {
@@ -242,9 +300,10 @@ func (p *policy) persisted(e *Entry) {
 	v.rec = r
 }
 
-// started judges attempt r.Attempts as it is persisted, before its send.
-func (p *policy) started(e *Entry, w *workerState, v *policyEvent) {
-	r, prev, pol := e.Record, v.rec, p.run.Policy
+// started judges attempt r.Attempts as it is persisted, before its send;
+// prev is the event's record before.
+func (p *policy) started(e *Entry, at ref, w *workerState, v *policyEvent, prev *machine.Record) {
+	r, pol := &e.Record, &p.run.Policy
 	if deadline := v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
@@ -256,16 +315,16 @@ func (p *policy) started(e *Entry, w *workerState, v *policyEvent) {
 		p.fail(inv, r.ID, e.Step, "attempt %d started %v before the NextAt persisted with attempt %d (by %s)",
 			r.Attempts, prev.NextAt.Sub(e.At), prev.Attempts, v.writer)
 	}
-	w.flying[r.ID] = flight{attempt: r.Attempts, at: e.At}
-	delete(w.replies, r.ID)
+	x := w.at(at.ev)
+	x.flying, x.attempt, x.reply = true, r.Attempts, nil
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.
-func (p *policy) landed(e *Entry, w *workerState, v *policyEvent) {
-	r, pol := e.Record, p.run.Policy
-	reply, replied := w.replies[r.ID]
-	delete(w.flying, r.ID)
-	delete(w.replies, r.ID)
+func (p *policy) landed(e *Entry, at ref, w *workerState, v *policyEvent) {
+	r, pol := &e.Record, &p.run.Policy
+	x := w.at(at.ev)
+	reply, replied := x.reply, x.reply != nil
+	x.flying, x.attempt, x.reply = false, 0, nil
 	if r.State == machine.Delivered || r.Reason == machine.Rejected {
 		w.streak = 0 // the channel answered
 		return
@@ -285,8 +344,8 @@ func (p *policy) landed(e *Entry, w *workerState, v *policyEvent) {
 		hint = reply.RetryAfter // the reply this landing acted on
 	}
 	v.failedAt = e.At
-	p.expectRetry(e, w)
-	lo, hi := retryBounds(pol, r.Attempts, hint)
+	p.expectRetry(e, at, w)
+	lo, hi := retryBounds(*pol, r.Attempts, hint)
 	if d := r.NextAt.Sub(e.At); d < lo-p.run.Skew || d > hi+p.run.Skew {
 		p.fail(RetryTiming, r.ID, e.Step, "attempt %d failed and the next is due %v later; the policy allows %v to %v (Retry-After %v)", r.Attempts, d, lo, hi, hint)
 	}
@@ -313,11 +372,11 @@ func (p *policy) probeUnanswered(w *workerState, at time.Time) bool {
 	return w.probeOut && at.Before(w.probeAt.Add(p.run.Policy.ProbeTimeout))
 }
 
-func (p *policy) sent(e *Entry) {
+func (p *policy) sent(e *Entry, at ref) {
 	if e.Token < p.newest {
 		return // a fenced-off owner's late send: judged by bounded-sends
 	}
-	w := p.worker(e.Worker)
+	w := p.worker(at.wk)
 	switch {
 	case w.probeNext:
 		p.fail(Recovery, e.ID, e.Step, "attempt %d sent by a worker recovered with its circuit %s, before any probe", e.Attempt, w.circuit)
@@ -332,8 +391,8 @@ func (p *policy) sent(e *Entry) {
 	p.parkingDue(e, w, "send")
 }
 
-func (p *policy) probed(e *Entry) {
-	w := p.worker(e.Worker)
+func (p *policy) probed(e *Entry, at ref) {
+	w := p.worker(at.wk)
 	w.probeOut, w.probeAt = true, e.At
 	w.probeOwed = -1
 	w.probeNext = false
@@ -343,18 +402,18 @@ func (p *policy) probed(e *Entry) {
 // parkingDue reports a waiting record that w should have parked before
 // this send or probe (the first by sequence), once per opening.
 func (p *policy) parkingDue(e *Entry, w *workerState, what string) {
-	if len(w.parkOwed) == 0 {
+	if w.owed == 0 {
 		return
 	}
-	ids := make([]string, 0, len(w.parkOwed))
-	for id := range w.parkOwed {
-		ids = append(ids, id)
+	first := -1 // the owing event first by sequence
+	for _, i := range w.known {
+		if w.ev[i].parkOwed && (first < 0 || p.events[i].first.seq < p.events[first].first.seq) {
+			first = i
+		}
 	}
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(p.events[a].first.seq, p.events[b].first.seq) })
-	id := ids[0]
-	p.fail(Parking, id, e.Step, "still %s when %s sent a %s with its circuit open (since step %d; %d records not parked)",
-		p.events[id].rec.State, nameOf(w.name), what, w.parkOwed[id], len(ids))
-	clear(w.parkOwed)
+	p.fail(Parking, p.ids.list[first], e.Step, "still %s when %s sent a %s with its circuit open (since step %d; %d records not parked)",
+		p.events[first].rec.State, nameOf(w.name), what, w.ev[first].owedAt, w.owed)
+	w.settleAll()
 }
 
 func nameOf(worker string) string {
@@ -364,8 +423,8 @@ func nameOf(worker string) string {
 	return worker
 }
 
-func (p *policy) circuit(e *Entry) {
-	w := p.worker(e.Worker)
+func (p *policy) circuit(e *Entry, at ref) {
+	w := p.worker(at.wk)
 	from := w.circuit
 	w.circuit, w.circuitAt = e.Circuit, e.At
 	if w.recovered {
@@ -379,25 +438,24 @@ func (p *policy) circuit(e *Entry) {
 	case from == machine.Open && e.Circuit == machine.Closed:
 		w.streak = p.run.Policy.BreakerThreshold - 1 // half-open
 	case from == machine.Checking && e.Circuit == machine.Open:
-		for id := range w.known {
-			v := p.events[id]
-			if _, flying := w.flying[id]; v != nil && !flying && !v.rec.State.Terminal() && v.rec.State != machine.Parked {
-				w.parkOwed[id] = e.Step
+		for _, i := range w.known {
+			if v := &p.events[i]; v.seen && !w.ev[i].flying && !v.rec.State.Terminal() && v.rec.State != machine.Parked {
+				w.owe(i, e.Step)
 			}
 		}
 	}
 	if e.Circuit != machine.Open {
-		clear(w.parkOwed)
+		w.settleAll()
 	}
 }
 
 // recoveredCircuit judges the circuit a rebuilt machine starts with,
 // against the records it was rebuilt from.
 func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
-	pol := p.run.Policy
+	pol := &p.run.Policy
 	var parked, troubled string
-	for id := range w.known {
-		r := p.events[id].rec
+	for _, i := range w.known {
+		id, r := p.ids.list[i], p.events[i].rec
 		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !e.At.Add(p.run.Skew).Before(r.AcceptedAt.Add(pol.MaxAge)) {
 			continue // dies at once: says nothing about the channel
 		}
