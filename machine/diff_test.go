@@ -192,7 +192,11 @@ func (dt *diffTest) burst(t *rapid.T) {
 		dt.step(t, machine.Accept{At: dt.now, ID: id})
 		if rapid.Bool().Draw(t, "deliver") {
 			for _, x := range dt.m.InFlight() {
-				dt.step(t, machine.Result{At: dt.now, ID: x.ID, Attempt: x.Attempt, Outcome: machine.OutcomeDelivered})
+				// An earlier result of this loop may have let x die (its
+				// attempt timed out) and leave the window since.
+				if !dt.forgotten(x.ID) {
+					dt.step(t, machine.Result{At: dt.now, ID: x.ID, Attempt: x.Attempt, Outcome: machine.OutcomeDelivered})
+				}
 			}
 		}
 		dt.now = dt.now.Add(time.Duration(rapid.IntRange(0, 50).Draw(t, "gapMs")) * time.Millisecond)
