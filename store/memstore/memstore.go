@@ -34,7 +34,22 @@ type Store struct {
 	// or taken by a replay. Tokens are global so that a token alone orders
 	// every grant.
 	lastToken uint64
+	// granted remembers the stream of each grant by its token modulo its
+	// length: workers present a lease on every Renew, Pending and Save,
+	// and finding its stream here costs a compare where s.streams costs a
+	// string hash. A slot may be stale or overwritten; held trusts it only
+	// when the stream's current token and name are the lease's, and asks
+	// s.streams otherwise.
+	granted [grantedSlots]*stream
+	// plain turns every shortcut off (granted, Pending's nothing-new
+	// answer): set only by the tests, which run a plain store beside a
+	// normal one and compare every answer.
+	plain bool
 }
+
+// grantedSlots is the length of Store.granted: more than the streams a
+// simulated fleet holds at once, whose tokens are mostly consecutive.
+const grantedSlots = 64
 
 // stream holds one stream's records and its current lease. A stream can
 // exist with no records, when a lease was acquired on it before anything
@@ -294,6 +309,12 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	if err != nil {
 		return nil, err
 	}
+	if after+1 > st.lastSeq && !s.plain {
+		// Nothing was ever enqueued above after: the owner's poll for
+		// new records, answered without a search. (after+1 wraps to 0
+		// for MaxUint64, which goes the long way as it always did.)
+		return nil, nil
+	}
 	// Two passes: the first finds the page, so that the second can copy
 	// it with two allocations (records, payloads) whatever its length.
 	recs := st.recs[st.firstAfter(after):]
@@ -536,22 +557,39 @@ func (s *Store) stream(name string) *stream {
 }
 
 // firstAfter is the index of the first record with Seq above after.
+// It is the binary search slices.BinarySearchFunc would make for Seq
+// after+1, written out: Pending asks on every poll, and the generic
+// search's call per probe cost more than the probe. after+1 wraps as it
+// always did: after = MaxUint64 starts at the first record.
 func (st *stream) firstAfter(after uint64) int {
-	i, _ := slices.BinarySearchFunc(st.recs, after+1, func(r *store.Record, seq uint64) int { return cmp.Compare(r.Seq, seq) })
-	return i
+	seq := after + 1
+	lo, hi := 0, len(st.recs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if st.recs[m].Seq < seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // grant gives owner a new lease on st, under the next token.
 func (s *Store) grant(name string, st *stream, owner string, now time.Time, ttl time.Duration) store.Lease {
 	s.lastToken++
 	st.lease = store.Held{Owner: owner, Token: s.lastToken, Expires: now.Add(ttl)}
+	s.granted[s.lastToken%grantedSlots] = st
 	return st.lease.Lease(name)
 }
 
 // held returns l's stream if l is its valid current lease, or an error
 // wrapping store.ErrStaleLease that says why it is not.
 func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
-	st := s.streams[l.Stream]
+	st := s.granted[l.Token%grantedSlots]
+	if st == nil || st.lease.Token != l.Token || st.name != l.Stream || s.plain {
+		st = s.streams[l.Stream]
+	}
 	switch {
 	case st != nil && st.lease.Token != 0 && plant.On(plant.SkipFencing):
 		return st, nil // the planted bug: any lease on the stream will do
@@ -560,6 +598,11 @@ func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	}
 	if plant.On(plant.WriteAfterExpiry) {
 		now = time.Time{} // the planted bug: an expired lease still writes
+	}
+	// The valid case, as CheckHeld judges it, without copying the lease
+	// into a call: CheckHeld is asked only for the error saying why not.
+	if h := &st.lease; !s.plain && h.Token == l.Token && h.Owner == l.Owner && h.ValidAt(now) {
+		return st, nil
 	}
 	if err := store.CheckHeld(op, st.lease, l, now); err != nil {
 		return nil, err
