@@ -29,7 +29,7 @@ type Store struct {
 	byName []*stream
 	// ids locates every record by ID, across streams: IDs are unique in
 	// the whole store, not per stream.
-	ids map[string]*store.Record
+	ids map[string]*rec
 	// lastToken is the token of the latest lease granted, on any stream,
 	// or taken by a replay. Tokens are global so that a token alone orders
 	// every grant.
@@ -41,8 +41,13 @@ type Store struct {
 	// when the stream's current token and name are the lease's, and asks
 	// s.streams otherwise.
 	granted [grantedSlots]*stream
+	// batches counts the Saves that got past the lease check, and batch
+	// holds the records of the current one: Save's scratch, kept to be
+	// reused, empty between calls.
+	batches uint64
+	batch   []*rec
 	// plain turns every shortcut off (granted, Pending's nothing-new
-	// answer): set only by the tests, which run a plain store beside a
+	// answer, Save's marks): set only by the tests, which run a plain store beside a
 	// normal one and compare every answer.
 	plain bool
 }
@@ -56,9 +61,18 @@ const grantedSlots = 64
 // was enqueued, or once retention deleted them all.
 type stream struct {
 	name    string
-	recs    []*store.Record // in Seq order; retention leaves gaps
-	lastSeq uint64          // the highest Seq ever assigned: never reused
+	recs    []*rec // in Seq order; retention leaves gaps
+	lastSeq uint64 // the highest Seq ever assigned: never reused
 	lease   store.Held
+}
+
+// rec is a stored record, with what Save needs to find a record named
+// twice in one batch without a set of the batch's IDs.
+type rec struct {
+	store.Record
+	// batch is the number (Store.batches) of the latest Save that named
+	// the record.
+	batch uint64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -72,7 +86,7 @@ func New(now func() time.Time) *Store {
 	return &Store{
 		now:     now,
 		streams: make(map[string]*stream),
-		ids:     make(map[string]*store.Record),
+		ids:     make(map[string]*rec),
 	}
 }
 
@@ -173,19 +187,19 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 		if r.Stream != streamName {
 			return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, r.Stream)
 		}
-		return clone(*r), false, nil
+		return clone(r.Record), false, nil
 	}
 	st := s.stream(streamName)
 	st.lastSeq++
-	rec := &store.Record{
+	r := &rec{Record: store.Record{
 		Event: store.Event{
 			Stream: streamName, ID: id, Seq: st.lastSeq, Payload: bytes.Clone(payload), AcceptedAt: now,
 		},
 		Delivery: store.Delivery{State: machine.Pending, NextAt: now},
-	}
-	st.recs = append(st.recs, rec)
-	s.ids[id] = rec
-	return clone(*rec), true, nil
+	}}
+	st.recs = append(st.recs, r)
+	s.ids[id] = r
+	return clone(r.Record), true, nil
 }
 
 // ClaimDue implements store.Store.
@@ -352,31 +366,36 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if _, err := s.held("save", l, now); err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(ups))
+	// The records are found once, marked with this batch's number as
+	// they are, and kept in s.batch for the writes: a mark already there
+	// is a second mention, without a set of the batch's IDs.
+	s.batches++
+	batch := s.batch[:0]
+	defer func() { clear(batch); s.batch = batch[:0] }()
 	for _, u := range ups {
-		if seen[u.ID] {
+		r, ok := s.ids[u.ID]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
+		case s.twice(batch, r):
 			// Two versions of one record in one batch: which one is
 			// the new history is ambiguous, so neither is.
 			return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
-		}
-		seen[u.ID] = true
-		r, ok := s.ids[u.ID]
-		if !ok {
-			return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
-		}
-		if r.Stream != l.Stream {
+		case r.Stream != l.Stream:
 			return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
 		}
-		if err := store.CheckUpdate(*r, u); err != nil {
+		r.batch = s.batches
+		if err := store.CheckUpdate(r.Record, u); err != nil {
 			return err
 		}
+		batch = append(batch, r)
 	}
-	for _, u := range ups {
-		r := s.ids[u.ID]
+	for i, u := range ups {
+		r := batch[i]
 		if r.State.Terminal() {
 			continue // checked equal: a terminal record never changes at all
 		}
-		store.Apply(r, u, now)
+		store.Apply(&r.Record, u, now)
 		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
 			s.drop(r) // the planted bug: a dead letter is deleted, not kept
 		}
@@ -384,11 +403,20 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	return nil
 }
 
+// twice reports whether r is in batch already, as Save's mark says; the
+// plain store searches batch instead.
+func (s *Store) twice(batch []*rec, r *rec) bool {
+	if s.plain {
+		return slices.Contains(batch, r)
+	}
+	return r.batch == s.batches
+}
+
 // drop deletes a record outright (the planted bug DeadLettersDropped).
-func (s *Store) drop(r *store.Record) {
+func (s *Store) drop(r *rec) {
 	delete(s.ids, r.ID)
 	st := s.streams[r.Stream]
-	st.recs = slices.DeleteFunc(st.recs, func(o *store.Record) bool { return o == r })
+	st.recs = slices.DeleteFunc(st.recs, func(o *rec) bool { return o == r })
 }
 
 // Get implements store.Store.
@@ -405,7 +433,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	if !ok {
 		return store.Record{}, &notFound{id: id}
 	}
-	return clone(*r), nil
+	return clone(r.Record), nil
 }
 
 // notFound is Get's store.ErrNotFound, which the simulator's coverage
@@ -441,7 +469,7 @@ func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64
 			break
 		}
 		if r.State == machine.Dead {
-			out = append(out, clone(*r))
+			out = append(out, clone(r.Record))
 		}
 	}
 	return out, nil
@@ -483,11 +511,11 @@ func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.
 	if !ok {
 		return store.Record{}, fmt.Errorf("%w: %s %q", store.ErrNotFound, op, id)
 	}
-	if err := store.CheckDeadLetter(op, *r); err != nil {
+	if err := store.CheckDeadLetter(op, r.Record); err != nil {
 		return store.Record{}, err
 	}
-	act(r, s.streams[r.Stream], now)
-	return clone(*r), nil
+	act(&r.Record, s.streams[r.Stream], now)
+	return clone(r.Record), nil
 }
 
 // DeleteSettled implements store.Store.
@@ -508,7 +536,7 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 		return 0, err
 	}
 	cutoff := now.Add(-retention)
-	var old []*store.Record
+	var old []*rec
 	for _, r := range s.ids {
 		if !r.SettledAt.IsZero() && !r.SettledAt.After(cutoff) {
 			old = append(old, r)
@@ -516,14 +544,14 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 	}
 	// Oldest first, then by ID, so that which records a limited call
 	// deletes does not depend on map order.
-	slices.SortFunc(old, func(a, b *store.Record) int {
+	slices.SortFunc(old, func(a, b *rec) int {
 		return cmp.Or(a.SettledAt.Compare(b.SettledAt), cmp.Compare(a.ID, b.ID))
 	})
 	old = old[:min(limit, len(old))]
 	for _, r := range old {
 		delete(s.ids, r.ID)
 		st := s.streams[r.Stream]
-		st.recs = slices.DeleteFunc(st.recs, func(x *store.Record) bool { return x == r })
+		st.recs = slices.DeleteFunc(st.recs, func(x *rec) bool { return x == r })
 	}
 	return len(old), nil
 }
@@ -613,7 +641,7 @@ func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 // hasDue reports whether recs hold due work at now: a parked record (a
 // probe is owed, whatever its NextAt) or a pending or retry record whose
 // NextAt has come.
-func hasDue(recs []*store.Record, now time.Time) bool {
+func hasDue(recs []*rec, now time.Time) bool {
 	for _, r := range recs {
 		switch r.State {
 		case machine.Parked:
@@ -628,7 +656,7 @@ func hasDue(recs []*store.Record, now time.Time) bool {
 }
 
 // payloadBytes is the total length of recs' payloads.
-func payloadBytes(recs []*store.Record) int {
+func payloadBytes(recs []*rec) int {
 	n := 0
 	for _, r := range recs {
 		n += len(r.Payload)
@@ -641,7 +669,7 @@ func payloadBytes(recs []*store.Record) int {
 // takes one allocation for all its payloads instead of one each. Each
 // copy's capacity ends at its length, so appending to one never reaches
 // the next. A nil payload stays nil, as bytes.Clone leaves it.
-func toMachine(r *store.Record, buf *[]byte) machine.Record {
+func toMachine(r *rec, buf *[]byte) machine.Record {
 	m := r.Machine()
 	if m.Payload != nil {
 		n := len(m.Payload)
