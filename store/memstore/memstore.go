@@ -46,8 +46,11 @@ type Store struct {
 	// reused, empty between calls.
 	batches uint64
 	batch   []*rec
+	// claimable lets ClaimDue answer "nothing" without a scan while no
+	// stream can be claimable yet (see claimBound).
+	claimable claimBound
 	// plain turns every shortcut off (granted, Pending's nothing-new
-	// answer, Save's marks): set only by the tests, which run a plain store beside a
+	// answer, Save's marks, ClaimDue's bound): set only by the tests, which run a plain store beside a
 	// normal one and compare every answer.
 	plain bool
 }
@@ -199,6 +202,7 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 	}}
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
+	s.changed(st)
 	return clone(r.Record), true, nil
 }
 
@@ -224,15 +228,33 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 	var out []store.Lease
 	// Name order, not map order: which streams a claimer gets must not
 	// depend on the run. A stream with no record has nothing due.
+	if s.claimable.after(now) && !s.plain {
+		return out, nil // workers ask every poll; most polls find nothing
+	}
+	// The scan learns, besides what it grants, when the next call could
+	// find something: every stream it passes over is claimable no sooner
+	// than its lease expires or its earliest record comes due.
+	next := claimBound{known: true, from: endOfTime}
 	for _, st := range s.byName {
 		if len(out) == max {
+			next.known = false // the streams left were not looked at
 			break
 		}
-		if len(st.recs) == 0 || st.lease.ValidAt(now) || !hasDue(st.recs, now) {
+		if len(st.recs) == 0 {
+			continue
+		}
+		if st.lease.ValidAt(now) {
+			next.lower(st.lease.Expires)
+			continue
+		}
+		if due, at := dueAt(st.recs, now); !due {
+			next.lower(at)
 			continue
 		}
 		out = append(out, s.grant(st.name, st, owner, now, ttl))
+		next.lower(st.lease.Expires)
 	}
+	s.claimable = next
 	return out, nil
 }
 
@@ -285,6 +307,7 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	}
 	if until := now.Add(ttl); until.After(st.lease.Expires) || plant.On(plant.RenewShrinks) {
 		st.lease.Expires = until
+		s.claimable.lower(until) // it never falls, but for the planted bug
 	}
 	return st.lease.Lease(l.Stream), nil
 }
@@ -305,6 +328,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 		return err
 	}
 	st.lease.Released = true
+	s.claimable.known = false // st is free at once if it has due work
 	return nil
 }
 
@@ -363,9 +387,11 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if err := s.checkAvailable("save"); err != nil {
 		return err
 	}
-	if _, err := s.held("save", l, now); err != nil {
+	st, err := s.held("save", l, now)
+	if err != nil {
 		return err
 	}
+	defer s.changed(st)
 	// The records are found once, marked with this batch's number as
 	// they are, and kept in s.batch for the writes: a mark already there
 	// is a second mention, without a set of the batch's IDs.
@@ -483,6 +509,7 @@ func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error)
 		s.lastToken++
 		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
 		store.ApplyReplay(r, by, now, s.lastToken)
+		s.claimable.known = false // pending again, and free to claim
 	})
 }
 
@@ -638,21 +665,62 @@ func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	return st, nil
 }
 
-// hasDue reports whether recs hold due work at now: a parked record (a
+// dueAt reports whether recs hold due work at now: a parked record (a
 // probe is owed, whatever its NextAt) or a pending or retry record whose
-// NextAt has come.
-func hasDue(recs []*rec, now time.Time) bool {
+// NextAt has come. If not, it returns when the first of them comes due
+// (endOfTime if none waits), which the same scan learns for free.
+func dueAt(recs []*rec, now time.Time) (bool, time.Time) {
+	first := endOfTime
 	for _, r := range recs {
 		switch r.State {
 		case machine.Parked:
-			return true
+			return true, now
 		case machine.Pending, machine.Retry:
 			if !r.NextAt.After(now) {
-				return true
+				return true, now
+			}
+			if r.NextAt.Before(first) {
+				first = r.NextAt
 			}
 		}
 	}
-	return false
+	return false, first
+}
+
+// claimBound is a lower bound on when ClaimDue can find a stream to
+// claim. A stream is claimable once it is due and its lease is not valid,
+// and both only become truer as time passes: due work stays due, an
+// expired lease stays expired. So until something changes, no stream is
+// claimable before the earliest instant the last scan saw one could be,
+// and a change lowers the bound to what it allows (Store.changed).
+type claimBound struct {
+	known bool      // false: a scan must find out
+	from  time.Time // if known: nothing is claimable before it
+}
+
+// endOfTime is a bound no change has lowered yet: nothing is waiting.
+// It is only a bound, so a clock that reached it would scan, not err.
+var endOfTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// after reports whether the bound says nothing is claimable at now.
+func (b *claimBound) after(now time.Time) bool { return b.known && now.Before(b.from) }
+
+// lower makes t the bound if t is earlier.
+func (b *claimBound) lower(t time.Time) {
+	if b.known && t.Before(b.from) {
+		b.from = t
+	}
+}
+
+// changed lowers s.claimable for a change to st's records (a new one, a
+// new state or NextAt): st may now be claimable as soon as its lease
+// lets it, or at once if it has none.
+func (s *Store) changed(st *stream) {
+	if st.lease.Token != 0 && !st.lease.Released {
+		s.claimable.lower(st.lease.Expires)
+		return
+	}
+	s.claimable.known = false
 }
 
 // payloadBytes is the total length of recs' payloads.
