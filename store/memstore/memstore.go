@@ -391,31 +391,46 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if err != nil {
 		return err
 	}
-	defer s.changed(st)
-	// The records are found once, marked with this batch's number as
-	// they are, and kept in s.batch for the writes: a mark already there
-	// is a second mention, without a set of the batch's IDs.
+	batch, err := s.checkBatch(l, ups)
+	if err == nil {
+		s.apply(batch, ups, now)
+	}
+	clear(batch) // the scratch keeps no record alive
+	s.batch = batch[:0]
+	s.changed(st)
+	return err
+}
+
+// checkBatch finds and checks the records of ups, in order, and returns
+// them in s.batch, which the caller clears. Each is found once and marked
+// with the batch's number: a mark already there is a second mention,
+// found without a set of the batch's IDs.
+func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 	s.batches++
 	batch := s.batch[:0]
-	defer func() { clear(batch); s.batch = batch[:0] }()
 	for _, u := range ups {
 		r, ok := s.ids[u.ID]
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
+			return batch, fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
 		case s.twice(batch, r):
 			// Two versions of one record in one batch: which one is
 			// the new history is ambiguous, so neither is.
-			return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
+			return batch, fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
 		case r.Stream != l.Stream:
-			return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
+			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
 		}
 		r.batch = s.batches
 		if err := store.CheckUpdate(r.Record, u); err != nil {
-			return err
+			return batch, err
 		}
 		batch = append(batch, r)
 	}
+	return batch, nil
+}
+
+// apply writes ups into their records, batch, all checked.
+func (s *Store) apply(batch []*rec, ups []store.Update, now time.Time) {
 	for i, u := range ups {
 		r := batch[i]
 		if r.State.Terminal() {
@@ -426,7 +441,6 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 			s.drop(r) // the planted bug: a dead letter is deleted, not kept
 		}
 	}
-	return nil
 }
 
 // twice reports whether r is in batch already, as Save's mark says; the
