@@ -50,8 +50,9 @@ type Store struct {
 	// stream can be claimable yet (see claimBound).
 	claimable claimBound
 	// plain turns every shortcut off (granted, Pending's nothing-new
-	// answer, Save's marks, ClaimDue's bound): set only by the tests, which run a plain store beside a
-	// normal one and compare every answer.
+	// answer, Save's marks, ClaimDue's bound and due summaries): set
+	// only by the tests, which run a plain store beside a normal one and
+	// compare every answer.
 	plain bool
 }
 
@@ -67,6 +68,7 @@ type stream struct {
 	recs    []*rec // in Seq order; retention leaves gaps
 	lastSeq uint64 // the highest Seq ever assigned: never reused
 	lease   store.Held
+	due     dueSummary // of recs, for ClaimDue (see Store.dueAt)
 }
 
 // rec is a stored record, with what Save needs to find a record named
@@ -247,7 +249,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 			next.lower(st.lease.Expires)
 			continue
 		}
-		if due, at := dueAt(st.recs, now); !due {
+		if due, at := s.dueAt(st, now); !due {
 			next.lower(at)
 			continue
 		}
@@ -457,6 +459,7 @@ func (s *Store) drop(r *rec) {
 	delete(s.ids, r.ID)
 	st := s.streams[r.Stream]
 	st.recs = slices.DeleteFunc(st.recs, func(o *rec) bool { return o == r })
+	st.due.known = false
 }
 
 // Get implements store.Store.
@@ -523,6 +526,7 @@ func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error)
 		s.lastToken++
 		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
 		store.ApplyReplay(r, by, now, s.lastToken)
+		st.due.known = false
 		s.claimable.known = false // pending again, and free to claim
 	})
 }
@@ -593,6 +597,7 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 		delete(s.ids, r.ID)
 		st := s.streams[r.Stream]
 		st.recs = slices.DeleteFunc(st.recs, func(x *rec) bool { return x == r })
+		st.due.known = false
 	}
 	return len(old), nil
 }
@@ -679,26 +684,50 @@ func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	return st, nil
 }
 
-// dueAt reports whether recs hold due work at now: a parked record (a
+// dueAt reports whether st holds due work at now: a parked record (a
 // probe is owed, whatever its NextAt) or a pending or retry record whose
 // NextAt has come. If not, it returns when the first of them comes due
-// (endOfTime if none waits), which the same scan learns for free.
-func dueAt(recs []*rec, now time.Time) (bool, time.Time) {
-	first := endOfTime
+// (endOfTime if none waits). It reads st.due, computed again only after
+// st's records changed: ClaimDue asks about every unleased stream, most
+// of them settled, at every scan.
+func (s *Store) dueAt(st *stream, now time.Time) (bool, time.Time) {
+	if !st.due.known || s.plain {
+		st.due = dueOf(st.recs)
+	}
+	switch d := &st.due; {
+	case d.parked:
+		return true, now
+	case !d.waiting:
+		return false, endOfTime
+	case !d.first.After(now):
+		return true, now
+	default:
+		return false, d.first
+	}
+}
+
+// dueSummary is what makes a stream due, whatever the time.
+type dueSummary struct {
+	known   bool      // false: st.recs changed since it was computed
+	parked  bool      // a record is parked: due at any time
+	waiting bool      // a record is pending or in retry, due from first
+	first   time.Time // the earliest NextAt of those
+}
+
+// dueOf summarises recs.
+func dueOf(recs []*rec) dueSummary {
+	d := dueSummary{known: true}
 	for _, r := range recs {
 		switch r.State {
 		case machine.Parked:
-			return true, now
+			d.parked = true
 		case machine.Pending, machine.Retry:
-			if !r.NextAt.After(now) {
-				return true, now
-			}
-			if r.NextAt.Before(first) {
-				first = r.NextAt
+			if !d.waiting || r.NextAt.Before(d.first) {
+				d.waiting, d.first = true, r.NextAt
 			}
 		}
 	}
-	return false, first
+	return d
 }
 
 // claimBound is a lower bound on when ClaimDue can find a stream to
@@ -726,10 +755,11 @@ func (b *claimBound) lower(t time.Time) {
 	}
 }
 
-// changed lowers s.claimable for a change to st's records (a new one, a
-// new state or NextAt): st may now be claimable as soon as its lease
-// lets it, or at once if it has none.
+// changed notes a change to st's records (a new one, a new state or
+// NextAt): st's due summary is out of date, and st may now be claimable
+// as soon as its lease lets it, or at once if it has none.
 func (s *Store) changed(st *stream) {
+	st.due.known = false
 	if st.lease.Token != 0 && !st.lease.Released {
 		s.claimable.lower(st.lease.Expires)
 		return
