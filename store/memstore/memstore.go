@@ -248,8 +248,8 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 			next.known = false // the streams left were not looked at
 			break
 		}
-		if len(st.recs) == 0 {
-			continue
+		if len(st.recs) == 0 || st.due.settled() && !s.plain {
+			continue // nothing will come due before a change lowers the bound
 		}
 		if st.lease.ValidAt(now) {
 			next.lower(st.lease.Expires)
@@ -719,6 +719,10 @@ type dueSummary struct {
 	waiting bool      // a record is pending or in retry, due from first
 	first   time.Time // the earliest NextAt of those
 }
+
+// settled reports whether d is known to hold nothing that can come due:
+// every record is delivered or dead.
+func (d *dueSummary) settled() bool { return d.known && !d.parked && !d.waiting }
 
 // dueOf summarises recs.
 func dueOf(recs []*rec) dueSummary {
