@@ -253,8 +253,6 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 		return nil, err
 	}
 	var out []store.Lease
-	// Name order, not map order: which streams a claimer gets must not
-	// depend on the run. A stream with no record has nothing due.
 	if s.claimable.after(now) && !s.plain {
 		return out, nil // workers ask every poll; most polls find nothing
 	}
@@ -262,6 +260,8 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 	// find something: every stream it passes over is claimable no sooner
 	// than its lease expires or its earliest record comes due.
 	next := claimBound{known: true, from: endOfTime}
+	// Name order, not map order: which streams a claimer gets must not
+	// depend on the run. A stream with no record has nothing due.
 	for _, st := range s.byName {
 		if len(out) == max {
 			next.known = false // the streams left were not looked at
@@ -622,7 +622,7 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 		delete(s.ids, r.ID)
 		st := s.streams[r.Stream]
 		st.recs = slices.DeleteFunc(st.recs, func(x *rec) bool { return x == r })
-		st.due.known = false
+		st.due.known = false // only settled records go, but recompute anyway
 	}
 	return len(old), nil
 }
