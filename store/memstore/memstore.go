@@ -29,24 +29,63 @@ type Store struct {
 	byName []*stream
 	// ids locates every record by ID, across streams: IDs are unique in
 	// the whole store, not per stream.
-	ids map[string]*store.Record
+	ids map[string]*rec
 	// lastToken is the token of the latest lease granted, on any stream,
 	// or taken by a replay. Tokens are global so that a token alone orders
 	// every grant.
 	lastToken uint64
+	// granted remembers the stream of each grant by its token modulo its
+	// length: workers present a lease on every Renew, Pending and Save,
+	// and finding its stream here costs a compare where s.streams costs a
+	// string hash. A slot may be stale or overwritten; held trusts it only
+	// when the stream's current token and name are the lease's, and asks
+	// s.streams otherwise.
+	granted [grantedSlots]*stream
+	// batches counts the Saves that got past the lease check, and batch
+	// holds the records of the current one: Save's scratch, kept to be
+	// reused, empty between calls.
+	batches uint64
+	batch   []*rec
+	// claimable lets ClaimDue answer "nothing" without a scan while no
+	// stream can be claimable yet (see claimBound).
+	claimable claimBound
+	// slab is where newRec cuts the next records from.
+	slab []rec
+	// plain turns every shortcut off (granted, Pending's nothing-new
+	// answer, Save's marks, ClaimDue's bound and due summaries): set
+	// only by the tests, which run a plain store beside a normal one and
+	// compare every answer.
+	plain bool
 }
+
+// grantedSlots is the length of Store.granted: more than the streams a
+// simulated fleet holds at once, whose tokens are mostly consecutive.
+const grantedSlots = 64
 
 // stream holds one stream's records and its current lease. A stream can
 // exist with no records, when a lease was acquired on it before anything
 // was enqueued, or once retention deleted them all.
 type stream struct {
 	name    string
-	recs    []*store.Record // in Seq order; retention leaves gaps
-	lastSeq uint64          // the highest Seq ever assigned: never reused
+	recs    []*rec // in Seq order; retention leaves gaps
+	lastSeq uint64 // the highest Seq ever assigned: never reused
 	lease   store.Held
+	due     dueSummary // of recs, for ClaimDue (see Store.dueAt)
+}
+
+// rec is a stored record, with what Save needs to find a record named
+// twice in one batch without a set of the batch's IDs.
+type rec struct {
+	store.Record
+	// batch is the number (Store.batches) of the latest Save that named
+	// the record.
+	batch uint64
 }
 
 var _ store.Store = (*Store)(nil)
+
+// idsHint is the room New makes for IDs: about a simulated run's events.
+const idsHint = 64
 
 // New returns an empty store whose authoritative clock is now. It panics
 // if now is nil: a store without a clock cannot judge a lease.
@@ -57,7 +96,10 @@ func New(now func() time.Time) *Store {
 	return &Store{
 		now:     now,
 		streams: make(map[string]*stream),
-		ids:     make(map[string]*store.Record),
+		// Room for a simulated run's events from the start: growing the
+		// map from empty cost a simulated Enqueue more than the rest of
+		// it.
+		ids: make(map[string]*rec, idsHint),
 	}
 }
 
@@ -158,20 +200,38 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 		if r.Stream != streamName {
 			return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, r.Stream)
 		}
-		return clone(*r), false, nil
+		return clone(r.Record), false, nil
 	}
 	st := s.stream(streamName)
 	st.lastSeq++
-	rec := &store.Record{
+	r := s.newRec()
+	r.Record = store.Record{
 		Event: store.Event{
 			Stream: streamName, ID: id, Seq: st.lastSeq, Payload: bytes.Clone(payload), AcceptedAt: now,
 		},
 		Delivery: store.Delivery{State: machine.Pending, NextAt: now},
 	}
-	st.recs = append(st.recs, rec)
-	s.ids[id] = rec
-	return clone(*rec), true, nil
+	st.recs = append(st.recs, r)
+	s.ids[id] = r
+	s.changed(st)
+	return clone(r.Record), true, nil
 }
+
+// newRec returns a zero record, cut from s.slab: records are allocated
+// recSlab at a time, one allocation where Enqueue made one each. A
+// deleted record's memory goes back only with the rest of its slab,
+// which an in-memory store can afford.
+func (s *Store) newRec() *rec {
+	if len(s.slab) == 0 {
+		s.slab = make([]rec, recSlab)
+	}
+	r := &s.slab[0]
+	s.slab = s.slab[1:]
+	return r
+}
+
+// recSlab is how many records newRec allocates at once.
+const recSlab = 16
 
 // ClaimDue implements store.Store.
 func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
@@ -193,17 +253,35 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 		return nil, err
 	}
 	var out []store.Lease
+	if s.claimable.after(now) && !s.plain {
+		return out, nil // workers ask every poll; most polls find nothing
+	}
+	// The scan learns, besides what it grants, when the next call could
+	// find something: every stream it passes over is claimable no sooner
+	// than its lease expires or its earliest record comes due.
+	next := claimBound{known: true, from: endOfTime}
 	// Name order, not map order: which streams a claimer gets must not
 	// depend on the run. A stream with no record has nothing due.
 	for _, st := range s.byName {
 		if len(out) == max {
+			next.known = false // the streams left were not looked at
 			break
 		}
-		if len(st.recs) == 0 || st.lease.ValidAt(now) || !hasDue(st.recs, now) {
+		if len(st.recs) == 0 || st.due.settled() && !s.plain {
+			continue // nothing will come due before a change lowers the bound
+		}
+		if st.lease.ValidAt(now) {
+			next.lower(st.lease.Expires)
+			continue
+		}
+		if due, at := s.dueAt(st, now); !due {
+			next.lower(at)
 			continue
 		}
 		out = append(out, s.grant(st.name, st, owner, now, ttl))
+		next.lower(st.lease.Expires)
 	}
+	s.claimable = next
 	return out, nil
 }
 
@@ -256,6 +334,7 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	}
 	if until := now.Add(ttl); until.After(st.lease.Expires) || plant.On(plant.RenewShrinks) {
 		st.lease.Expires = until
+		s.claimable.lower(until) // it never falls, but for the planted bug
 	}
 	return st.lease.Lease(l.Stream), nil
 }
@@ -276,6 +355,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 		return err
 	}
 	st.lease.Released = true
+	s.claimable.known = false // st is free at once if it has due work
 	return nil
 }
 
@@ -293,6 +373,12 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	st, err := s.held("pending", l, now)
 	if err != nil {
 		return nil, err
+	}
+	if after+1 > st.lastSeq && !s.plain {
+		// Nothing was ever enqueued above after: the owner's poll for
+		// new records, answered without a search. (after+1 wraps to 0
+		// for MaxUint64, which goes the long way as it always did.)
+		return nil, nil
 	}
 	// Two passes: the first finds the page, so that the second can copy
 	// it with two allocations (records, payloads) whatever its length.
@@ -328,46 +414,77 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if err := s.checkAvailable("save"); err != nil {
 		return err
 	}
-	if _, err := s.held("save", l, now); err != nil {
+	st, err := s.held("save", l, now)
+	if err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(ups))
+	batch, err := s.checkBatch(l, ups)
+	if err == nil {
+		s.apply(batch, ups, now)
+	}
+	clear(batch) // the scratch keeps no record alive
+	s.batch = batch[:0]
+	s.changed(st)
+	return err
+}
+
+// checkBatch finds and checks the records of ups, in order, and returns
+// them in s.batch, which the caller clears. Each is found once and marked
+// with the batch's number: a mark already there is a second mention,
+// found without a set of the batch's IDs.
+func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
+	s.batches++
+	batch := s.batch[:0]
 	for _, u := range ups {
-		if seen[u.ID] {
+		r, ok := s.ids[u.ID]
+		switch {
+		case !ok:
+			return batch, fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
+		case s.twice(batch, r):
 			// Two versions of one record in one batch: which one is
 			// the new history is ambiguous, so neither is.
-			return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
+			return batch, fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
+		case r.Stream != l.Stream:
+			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
 		}
-		seen[u.ID] = true
-		r, ok := s.ids[u.ID]
-		if !ok {
-			return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
+		r.batch = s.batches
+		if err := store.CheckUpdate(r.Record, u); err != nil {
+			return batch, err
 		}
-		if r.Stream != l.Stream {
-			return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
-		}
-		if err := store.CheckUpdate(*r, u); err != nil {
-			return err
-		}
+		batch = append(batch, r)
 	}
-	for _, u := range ups {
-		r := s.ids[u.ID]
+	return batch, nil
+}
+
+// apply writes ups into their records, batch, all checked.
+func (s *Store) apply(batch []*rec, ups []store.Update, now time.Time) {
+	for i, u := range ups {
+		r := batch[i]
 		if r.State.Terminal() {
 			continue // checked equal: a terminal record never changes at all
 		}
-		store.Apply(r, u, now)
+		store.Apply(&r.Record, u, now)
 		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
 			s.drop(r) // the planted bug: a dead letter is deleted, not kept
 		}
 	}
-	return nil
+}
+
+// twice reports whether r is in batch already, as Save's mark says; the
+// plain store searches batch instead.
+func (s *Store) twice(batch []*rec, r *rec) bool {
+	if s.plain {
+		return slices.Contains(batch, r)
+	}
+	return r.batch == s.batches
 }
 
 // drop deletes a record outright (the planted bug DeadLettersDropped).
-func (s *Store) drop(r *store.Record) {
+func (s *Store) drop(r *rec) {
 	delete(s.ids, r.ID)
 	st := s.streams[r.Stream]
-	st.recs = slices.DeleteFunc(st.recs, func(o *store.Record) bool { return o == r })
+	st.recs = slices.DeleteFunc(st.recs, func(o *rec) bool { return o == r })
+	st.due.known = false
 }
 
 // Get implements store.Store.
@@ -384,7 +501,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	if !ok {
 		return store.Record{}, &notFound{id: id}
 	}
-	return clone(*r), nil
+	return clone(r.Record), nil
 }
 
 // notFound is Get's store.ErrNotFound, which the simulator's coverage
@@ -420,7 +537,7 @@ func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64
 			break
 		}
 		if r.State == machine.Dead {
-			out = append(out, clone(*r))
+			out = append(out, clone(r.Record))
 		}
 	}
 	return out, nil
@@ -434,6 +551,8 @@ func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error)
 		s.lastToken++
 		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
 		store.ApplyReplay(r, by, now, s.lastToken)
+		st.due.known = false
+		s.claimable.known = false // pending again, and free to claim
 	})
 }
 
@@ -462,11 +581,11 @@ func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.
 	if !ok {
 		return store.Record{}, fmt.Errorf("%w: %s %q", store.ErrNotFound, op, id)
 	}
-	if err := store.CheckDeadLetter(op, *r); err != nil {
+	if err := store.CheckDeadLetter(op, r.Record); err != nil {
 		return store.Record{}, err
 	}
-	act(r, s.streams[r.Stream], now)
-	return clone(*r), nil
+	act(&r.Record, s.streams[r.Stream], now)
+	return clone(r.Record), nil
 }
 
 // DeleteSettled implements store.Store.
@@ -487,7 +606,7 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 		return 0, err
 	}
 	cutoff := now.Add(-retention)
-	var old []*store.Record
+	var old []*rec
 	for _, r := range s.ids {
 		if !r.SettledAt.IsZero() && !r.SettledAt.After(cutoff) {
 			old = append(old, r)
@@ -495,14 +614,15 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 	}
 	// Oldest first, then by ID, so that which records a limited call
 	// deletes does not depend on map order.
-	slices.SortFunc(old, func(a, b *store.Record) int {
+	slices.SortFunc(old, func(a, b *rec) int {
 		return cmp.Or(a.SettledAt.Compare(b.SettledAt), cmp.Compare(a.ID, b.ID))
 	})
 	old = old[:min(limit, len(old))]
 	for _, r := range old {
 		delete(s.ids, r.ID)
 		st := s.streams[r.Stream]
-		st.recs = slices.DeleteFunc(st.recs, func(x *store.Record) bool { return x == r })
+		st.recs = slices.DeleteFunc(st.recs, func(x *rec) bool { return x == r })
+		st.due.known = false // only settled records go, but recompute anyway
 	}
 	return len(old), nil
 }
@@ -527,7 +647,9 @@ func (s *Store) checkAvailable(op string) error {
 func (s *Store) stream(name string) *stream {
 	st := s.streams[name]
 	if st == nil {
-		st = &stream{name: name}
+		// Room for a few records: appending from empty grew the slice
+		// at almost every other Enqueue of a simulated run.
+		st = &stream{name: name, recs: make([]*rec, 0, 8)}
 		s.streams[name] = st
 		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
 		s.byName = slices.Insert(s.byName, i, st)
@@ -536,22 +658,39 @@ func (s *Store) stream(name string) *stream {
 }
 
 // firstAfter is the index of the first record with Seq above after.
+// It is the binary search slices.BinarySearchFunc would make for Seq
+// after+1, written out: Pending asks on every poll, and the generic
+// search's call per probe cost more than the probe. after+1 wraps as it
+// always did: after = MaxUint64 starts at the first record.
 func (st *stream) firstAfter(after uint64) int {
-	i, _ := slices.BinarySearchFunc(st.recs, after+1, func(r *store.Record, seq uint64) int { return cmp.Compare(r.Seq, seq) })
-	return i
+	seq := after + 1
+	lo, hi := 0, len(st.recs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if st.recs[m].Seq < seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // grant gives owner a new lease on st, under the next token.
 func (s *Store) grant(name string, st *stream, owner string, now time.Time, ttl time.Duration) store.Lease {
 	s.lastToken++
 	st.lease = store.Held{Owner: owner, Token: s.lastToken, Expires: now.Add(ttl)}
+	s.granted[s.lastToken%grantedSlots] = st
 	return st.lease.Lease(name)
 }
 
 // held returns l's stream if l is its valid current lease, or an error
 // wrapping store.ErrStaleLease that says why it is not.
 func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
-	st := s.streams[l.Stream]
+	st := s.granted[l.Token%grantedSlots]
+	if st == nil || st.lease.Token != l.Token || st.name != l.Stream || s.plain {
+		st = s.streams[l.Stream]
+	}
 	switch {
 	case st != nil && st.lease.Token != 0 && plant.On(plant.SkipFencing):
 		return st, nil // the planted bug: any lease on the stream will do
@@ -561,31 +700,106 @@ func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	if plant.On(plant.WriteAfterExpiry) {
 		now = time.Time{} // the planted bug: an expired lease still writes
 	}
+	// The valid case, as CheckHeld judges it, without copying the lease
+	// into a call: CheckHeld is asked only for the error saying why not.
+	if h := &st.lease; !s.plain && h.Token == l.Token && h.Owner == l.Owner && h.ValidAt(now) {
+		return st, nil
+	}
 	if err := store.CheckHeld(op, st.lease, l, now); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-// hasDue reports whether recs hold due work at now: a parked record (a
+// dueAt reports whether st holds due work at now: a parked record (a
 // probe is owed, whatever its NextAt) or a pending or retry record whose
-// NextAt has come.
-func hasDue(recs []*store.Record, now time.Time) bool {
+// NextAt has come. If not, it returns when the first of them comes due
+// (endOfTime if none waits). It reads st.due, computed again only after
+// st's records changed: ClaimDue asks about every unleased stream, most
+// of them settled, at every scan.
+func (s *Store) dueAt(st *stream, now time.Time) (bool, time.Time) {
+	if !st.due.known || s.plain {
+		st.due = dueOf(st.recs)
+	}
+	switch d := &st.due; {
+	case d.parked:
+		return true, now
+	case !d.waiting:
+		return false, endOfTime
+	case !d.first.After(now):
+		return true, now
+	default:
+		return false, d.first
+	}
+}
+
+// dueSummary is what makes a stream due, whatever the time.
+type dueSummary struct {
+	known   bool      // false: st.recs changed since it was computed
+	parked  bool      // a record is parked: due at any time
+	waiting bool      // a record is pending or in retry, due from first
+	first   time.Time // the earliest NextAt of those
+}
+
+// settled reports whether d is known to hold nothing that can come due:
+// every record is delivered or dead.
+func (d *dueSummary) settled() bool { return d.known && !d.parked && !d.waiting }
+
+// dueOf summarises recs.
+func dueOf(recs []*rec) dueSummary {
+	d := dueSummary{known: true}
 	for _, r := range recs {
 		switch r.State {
 		case machine.Parked:
-			return true
+			d.parked = true
 		case machine.Pending, machine.Retry:
-			if !r.NextAt.After(now) {
-				return true
+			if !d.waiting || r.NextAt.Before(d.first) {
+				d.waiting, d.first = true, r.NextAt
 			}
 		}
 	}
-	return false
+	return d
+}
+
+// claimBound is a lower bound on when ClaimDue can find a stream to
+// claim. A stream is claimable once it is due and its lease is not valid,
+// and both only become truer as time passes: due work stays due, an
+// expired lease stays expired. So until something changes, no stream is
+// claimable before the earliest instant the last scan saw one could be,
+// and a change lowers the bound to what it allows (Store.changed).
+type claimBound struct {
+	known bool      // false: a scan must find out
+	from  time.Time // if known: nothing is claimable before it
+}
+
+// endOfTime is a bound no change has lowered yet: nothing is waiting.
+// It is only a bound, so a clock that reached it would scan, not err.
+var endOfTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// after reports whether the bound says nothing is claimable at now.
+func (b *claimBound) after(now time.Time) bool { return b.known && now.Before(b.from) }
+
+// lower makes t the bound if t is earlier.
+func (b *claimBound) lower(t time.Time) {
+	if b.known && t.Before(b.from) {
+		b.from = t
+	}
+}
+
+// changed notes a change to st's records (a new one, a new state or
+// NextAt): st's due summary is out of date, and st may now be claimable
+// as soon as its lease lets it, or at once if it has none.
+func (s *Store) changed(st *stream) {
+	st.due.known = false
+	if st.lease.Token != 0 && !st.lease.Released {
+		s.claimable.lower(st.lease.Expires)
+		return
+	}
+	s.claimable.known = false
 }
 
 // payloadBytes is the total length of recs' payloads.
-func payloadBytes(recs []*store.Record) int {
+func payloadBytes(recs []*rec) int {
 	n := 0
 	for _, r := range recs {
 		n += len(r.Payload)
@@ -598,7 +812,7 @@ func payloadBytes(recs []*store.Record) int {
 // takes one allocation for all its payloads instead of one each. Each
 // copy's capacity ends at its length, so appending to one never reaches
 // the next. A nil payload stays nil, as bytes.Clone leaves it.
-func toMachine(r *store.Record, buf *[]byte) machine.Record {
+func toMachine(r *rec, buf *[]byte) machine.Record {
 	m := r.Machine()
 	if m.Payload != nil {
 		n := len(m.Payload)

@@ -1,0 +1,11 @@
+package memstore
+
+import "time"
+
+// NewPlain is New with every shortcut turned off: the plain computation
+// the shortcuts are compared with.
+func NewPlain(now func() time.Time) *Store {
+	s := New(now)
+	s.plain = true
+	return s
+}
