@@ -30,8 +30,9 @@ func CheckEnqueue(stream, id string) error {
 // CheckUpdate checks u against the stored record r it would replace: the
 // history a Save may not rewrite and the writes no machine could make.
 // The caller has checked that r exists in the lease's stream and that u's
-// ID appears once in the batch.
-func CheckUpdate(r Record, u Update) error {
+// ID appears once in the batch. Both are passed by pointer and only read:
+// a Record is about 250 bytes, and a Save checks every update it writes.
+func CheckUpdate(r *Record, u *Update) error {
 	if err := checkDelivery(u); err != nil {
 		return fmt.Errorf("%w: record %q: %s", ErrInvalidWrite, u.ID, err)
 	}
@@ -43,8 +44,8 @@ func CheckUpdate(r Record, u Update) error {
 
 // checkDelivery checks u on its own: a state the machine has, and an
 // attempt behind every result.
-func checkDelivery(u Update) error {
-	d := u.Delivery
+func checkDelivery(u *Update) error {
+	d := &u.Delivery
 	switch {
 	case d.State < machine.Pending || d.State > machine.Dead:
 		return fmt.Errorf("invalid state %v", d.State)
@@ -72,8 +73,8 @@ func checkDelivery(u Update) error {
 }
 
 // checkAgainst checks u against the stored record.
-func checkAgainst(r Record, u Update) error {
-	d := u.Delivery
+func checkAgainst(r *Record, u *Update) error {
+	d := &u.Delivery
 	if r.State.Terminal() {
 		if d.State != r.State || d.Attempts != r.Attempts || d.Reason != r.Reason || !d.NextAt.Equal(r.NextAt) {
 			return fmt.Errorf("terminal record changed: %v %v attempts=%d next=%s, stored %v %v attempts=%d next=%s",

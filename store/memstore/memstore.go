@@ -435,7 +435,8 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 	s.batches++
 	batch := s.batch[:0]
-	for _, u := range ups {
+	for i := range ups {
+		u := &ups[i]
 		r, ok := s.ids[u.ID]
 		switch {
 		case !ok:
@@ -448,7 +449,7 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
 		}
 		r.batch = s.batches
-		if err := store.CheckUpdate(r.Record, u); err != nil {
+		if err := store.CheckUpdate(&r.Record, u); err != nil {
 			return batch, err
 		}
 		batch = append(batch, r)

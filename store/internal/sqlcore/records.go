@@ -199,7 +199,7 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 				return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, recs[i].Stream, l.Stream)
 			}
 			u.NextAt = Normalize(u.NextAt)
-			if err := store.CheckUpdate(recs[i], u); err != nil {
+			if err := store.CheckUpdate(&recs[i], &u); err != nil {
 				return err
 			}
 		}
