@@ -2,9 +2,11 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -212,5 +214,31 @@ func TestQueueAgainstSort(t *testing.T) {
 			t.Fatalf("step %d: popped (%d, %d), want (%d, %d)", step, got.key, got.event, want[first].key, want[first].seq)
 		}
 		want = slices.Delete(want, first, first+1)
+	}
+}
+
+// TestAtoiIsStrconv holds atoi to strconv.Atoi, value and error, on
+// numbers, signs, junk and lengths around the fast path's nine digits.
+func TestAtoiIsStrconv(t *testing.T) {
+	cases := []string{"", "0", "01", "007", "123456789", "1234567890", "99999999999999999999", "+1", "-1", "1a", "a1", " 1", "٣"}
+	r := rand.New(rand.NewPCG(5, 6))
+	const alphabet = "0123456789+-x "
+	for range 20_000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			if r.IntN(10) == 0 {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			} else {
+				b[i] = byte('0' + r.IntN(10))
+			}
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		got, gerr := atoi(s)
+		want, werr := strconv.Atoi(s)
+		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("atoi(%q) = %d, %v; strconv.Atoi: %d, %v", s, got, gerr, want, werr)
+		}
 	}
 }

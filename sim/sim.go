@@ -233,8 +233,25 @@ func (s *sim) streamIndex(name string) int {
 	if len(s.streams) == 1 {
 		return 0
 	}
-	i, _ := strconv.Atoi(strings.TrimPrefix(name, "s"))
+	i, _ := atoi(strings.TrimPrefix(name, "s"))
 	return i - 1
+}
+
+// atoi is strconv.Atoi, with a fast path for what the simulator parses on
+// every observation: the few digits of a stream's or an event's number.
+func atoi(s string) (int, error) {
+	if len(s) == 0 || len(s) > 9 { // nine digits cannot overflow an int
+		return strconv.Atoi(s)
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return strconv.Atoi(s) // a sign, or not a number: its error
+		}
+		n = n*10 + int(d)
+	}
+	return n, nil
 }
 
 // observe logs e, which names an event, in its stream's log.
@@ -246,7 +263,7 @@ func (s *sim) streamOf(id string) int {
 	if len(s.streams) == 1 {
 		return 0
 	}
-	i, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
+	i, err := atoi(strings.TrimPrefix(id, "e"))
 	if err != nil || i < 1 {
 		panic(fmt.Sprintf("sim: %q is not an event of the workload", id))
 	}
@@ -641,7 +658,7 @@ func (s *sim) result() Result {
 // eventIndex is the index in the workload of event id: EventID(i) is
 // event i.
 func (s *sim) eventIndex(id string) int {
-	i, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
+	i, err := atoi(strings.TrimPrefix(id, "e"))
 	if err != nil || i < 1 || i > len(s.ids) {
 		panic(fmt.Sprintf("sim: %q is not an event of the workload", id))
 	}
