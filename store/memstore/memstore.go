@@ -552,8 +552,7 @@ func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error)
 		s.lastToken++
 		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
 		store.ApplyReplay(r, by, now, s.lastToken)
-		st.due.known = false
-		s.claimable.known = false // pending again, and free to claim
+		s.changed(st) // pending again, and free to claim: the lease is released
 	})
 }
 
