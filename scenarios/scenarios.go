@@ -121,7 +121,7 @@ func All() []Scenario {
 				s := r.Stats
 				var c checklist
 				c.expect(s.CircuitOpenings >= 1, "the circuit never opened")
-				c.expect(persistedIn(r.Run, machine.Parked) > 0, "no event was persisted as parked")
+				c.expect(anyPersistedIn(r.Run, machine.Parked), "no event was persisted as parked")
 				c.expect(s.Applied == s.Accepted && s.Dead == 0, "applied %d of %d, dead %d; want all applied", s.Applied, s.Accepted, s.Dead)
 				return c
 			},
@@ -382,8 +382,8 @@ func clusterScenarios() []Scenario {
 // granted the lease before.
 func handovers(run invariants.Run) int {
 	n, last := 0, ""
-	for _, e := range run.Entries {
-		if e.Kind == invariants.LeaseGranted {
+	for i := range run.Entries {
+		if e := &run.Entries[i]; e.Kind == invariants.LeaseGranted {
 			if last != "" && e.Worker != last {
 				n++
 			}
@@ -396,8 +396,8 @@ func handovers(run invariants.Run) int {
 // leaseWorkers counts the distinct workers that were granted a lease.
 func leaseWorkers(run invariants.Run) int {
 	var seen []string
-	for _, e := range run.Entries {
-		if e.Kind == invariants.LeaseGranted && !slices.Contains(seen, e.Worker) {
+	for i := range run.Entries {
+		if e := &run.Entries[i]; e.Kind == invariants.LeaseGranted && !slices.Contains(seen, e.Worker) {
 			seen = append(seen, e.Worker)
 		}
 	}
@@ -476,30 +476,29 @@ func finalRecord(run invariants.Run, id string) (machine.Record, bool) {
 
 func sendsOf(run invariants.Run, id string) int {
 	n := 0
-	for _, e := range run.Entries {
-		if e.Kind == invariants.Sent && e.ID == id {
+	for i := range run.Entries {
+		if e := &run.Entries[i]; e.Kind == invariants.Sent && e.ID == id {
 			n++
 		}
 	}
 	return n
 }
 
-func persistedIn(run invariants.Run, s machine.State) int {
-	n := 0
-	for _, e := range run.Entries {
-		if e.Kind == invariants.Persisted && e.Record.State == s {
-			n++
+func anyPersistedIn(run invariants.Run, s machine.State) bool {
+	for i := range run.Entries {
+		if e := &run.Entries[i]; e.Kind == invariants.Persisted && e.Record.State == s {
+			return true // the checks ask only whether one was: stop here
 		}
 	}
-	return n
+	return false
 }
 
 // heldFor is how long id held the stream: from its first send to the
 // moment it became terminal.
 func heldFor(run invariants.Run, id string) time.Duration {
 	var first, done time.Time
-	for _, e := range run.Entries {
-		switch {
+	for i := range run.Entries {
+		switch e := &run.Entries[i]; {
 		case e.Kind == invariants.Sent && e.ID == id && first.IsZero():
 			first = e.At
 		case e.Kind == invariants.Persisted && e.ID == id && e.Record.State.Terminal() && done.IsZero():
@@ -515,9 +514,9 @@ func heldFor(run invariants.Run, id string) time.Duration {
 // recoveredOpen counts restarts after which the sender's circuit was open.
 func recoveredOpen(run invariants.Run) int {
 	n := 0
-	for i, e := range run.Entries {
-		if e.Kind == invariants.Restarted && i+1 < len(run.Entries) {
-			next := run.Entries[i+1]
+	for i := range run.Entries {
+		if run.Entries[i].Kind == invariants.Restarted && i+1 < len(run.Entries) {
+			next := &run.Entries[i+1]
 			if next.Kind == invariants.CircuitChanged && next.Circuit == machine.Open {
 				n++
 			}
