@@ -8,6 +8,7 @@ package observe
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
@@ -28,35 +29,51 @@ import (
 // logs grants and renewals from the store's replies, which carry the
 // expiry the checker needs.
 func Worker(dst []invariants.Entry, owner string, ev worker.Event) []invariants.Entry {
-	e := invariants.Entry{At: ev.At, Worker: owner}
 	switch ev.Kind {
 	case worker.Persisted:
-		for _, r := range ev.Records {
-			dst = append(dst, invariants.Entry{At: ev.At, Kind: invariants.Persisted, Worker: owner, Token: ev.Token, ID: r.ID, Seq: r.Seq, Record: r})
+		for i := range ev.Records {
+			r := &ev.Records[i]
+			e := grow(&dst, ev.At, owner)
+			e.Kind, e.Token, e.ID, e.Seq, e.Record = invariants.Persisted, ev.Token, r.ID, r.Seq, *r
 		}
-		return dst
 	case worker.Sent:
+		e := grow(&dst, ev.At, owner)
 		e.Kind, e.Token, e.ID, e.Seq, e.Attempt = invariants.Sent, ev.Token, ev.ID, ev.Seq, ev.Attempt
 	case worker.Probed:
+		e := grow(&dst, ev.At, owner)
 		e.Kind, e.Detail = invariants.Probed, ev.Detail
 	case worker.Replied:
+		e := grow(&dst, ev.At, owner)
 		e.Kind, e.ID, e.Attempt = invariants.Replied, ev.ID, ev.Attempt
 		e.Detail, e.RetryAfter = ev.Outcome.Result.String(), ev.Outcome.RetryAfter
 	case worker.ProbeReplied:
+		e := grow(&dst, ev.At, owner)
 		e.Kind, e.Detail = invariants.ProbeReplied, "unhealthy"
 		if ev.Outcome.Result == machine.OutcomeDelivered {
 			e.Detail = "healthy"
 		}
 		e.Attempt, _ = strconv.Atoi(ev.Detail) // the probe's number
 	case worker.CircuitChanged:
+		e := grow(&dst, ev.At, owner)
 		e.Kind, e.Circuit = invariants.CircuitChanged, ev.Circuit
 	case worker.Adopted:
+		e := grow(&dst, ev.At, owner)
 		e.Kind, e.ID, e.Seq = invariants.Adopted, ev.ID, ev.Seq
 	case worker.Rebuilt:
-		dst = append(dst, invariants.Entry{At: ev.At, Kind: invariants.Restarted, Worker: owner, Detail: "took over the stream"})
+		e := grow(&dst, ev.At, owner)
+		e.Kind, e.Detail = invariants.Restarted, "took over the stream"
+		e = grow(&dst, ev.At, owner)
 		e.Kind, e.Circuit = invariants.CircuitChanged, ev.Circuit
-	default:
-		return dst
 	}
-	return append(dst, e)
+	return dst
+}
+
+// grow appends to *dst an entry at at by owner and returns it to be
+// filled in place: an Entry is large, and building one apart and then
+// appending it would copy it twice on the simulator's hottest path.
+func grow(dst *[]invariants.Entry, at time.Time, owner string) *invariants.Entry {
+	*dst = append(*dst, invariants.Entry{})
+	e := &(*dst)[len(*dst)-1]
+	e.At, e.Worker = at, owner
+	return e
 }
