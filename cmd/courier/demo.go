@@ -411,11 +411,11 @@ func (d *demoRun) check(pol machine.Config, final []machine.Record) ([]invariant
 	d.mu.Unlock()
 	slack := 5 * time.Second // lease handling, polls and a real clock
 	run.Policy, run.Final, run.Finished = pol, final, true
-	// A persist is logged at the clock reading taken when the Save call
-	// starts, a little after the worker's own reading that its machine
-	// computed NextAt from (the loop's work between them, on a loaded
-	// machine a few milliseconds): that gap is the skew between the two
-	// clocks the rules compare.
+	// The worker's entries, its persists too (recordingStore.Save), carry
+	// the clock reading its machine stepped with, so a NextAt is judged
+	// against the instant it was computed from; Skew covers what the
+	// rules compare with stamps of other readings of this process's
+	// clock (the store's AcceptedAt, the receiver's and the leases').
 	run.HealedAt, run.Slack, run.Skew = healed, slack, 10*time.Millisecond
 	run.LivenessBound = invariants.LivenessBound(pol, d.n, d.n/25, 50*time.Millisecond) + slack
 	return invariants.Check(run), len(run.Entries)
