@@ -154,7 +154,7 @@ probe_max_interval = "1s"
 	time.Sleep(time.Second)
 	d.event("receiver down")
 	d.setDown(true)
-	_ = recv.Close()
+	d.goDown(recv)
 	time.Sleep(2 * time.Second)
 	ln2, err := net.Listen("tcp", recvAddr)
 	if err != nil {
@@ -254,6 +254,20 @@ func (d *demoRun) receiverHandler(secret string) (http.Handler, error) {
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
 	}), nil
+}
+
+// goDown stops the receiver taking connections, but lets the requests it
+// is serving answer: Close would cut their connections too, and a request
+// the application had applied would lose its reply, be retried after the
+// outage and be absorbed as a duplicate, a dropped reply the demo never
+// counted ("replies dropped" would then fall one short of "duplicates
+// absorbed"). The replies the demo drops are the ones it counts.
+func (d *demoRun) goDown(recv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if recv.Shutdown(ctx) != nil {
+		_ = recv.Close() // a request still running after 5s: cut it
+	}
 }
 
 func (d *demoRun) setDown(v bool) {
