@@ -144,6 +144,9 @@ type child struct {
 	lines []string
 	ready chan struct{}
 	done  chan struct{}
+	// signalled is when end's signal had been sent: a killed child wrote
+	// nothing after it.
+	signalled time.Time
 }
 
 func startChild(t *testing.T, run int, env []string) *child {
@@ -191,6 +194,7 @@ func (c *child) end(t *testing.T, sig syscall.Signal) []string {
 	if err := c.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %v: %v", sig, err)
 	}
+	c.signalled = time.Now()
 	<-c.done
 	err := c.cmd.Wait()
 	if sig == syscall.SIGTERM && err != nil {
@@ -261,7 +265,7 @@ func TestKillLoop(t *testing.T) {
 		time.Sleep(50*time.Millisecond + time.Duration(rnd.Int64N(int64(600*time.Millisecond))))
 		learn(c.end(t, syscall.SIGKILL))
 		var n int
-		childLog, n = readBack(t, st, childLog, offered)
+		childLog, n = readBack(t, st, childLog, offered, c.signalled)
 		lost += n
 	}
 	// The last run drains: it publishes nothing and delivers until every
@@ -405,9 +409,18 @@ func merge(a, b []entry) []entry {
 // not print: the kill can fall between a write's return and its line. The
 // parent reads every record the log knows of (and every offered ID) from
 // the file, and where the file is ahead of the log, logs the record as
-// persisted by the child that held the stream, now, before the next child
+// persisted by the child that held the stream, before the next child
 // starts. It returns the longer log and how many entries it added.
-func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[string]bool) ([]entry, int) {
+//
+// Such an entry is stamped killedAt, the instant the SIGKILL had been
+// sent: the child's line, which carried its worker's clock reading for
+// the step, is lost, and the write happened before the kill, so no later
+// instant is true of it. Stamping it when the parent reads it back (after
+// the child was reaped and the file read, under load 60-200ms later) had
+// the checker judge the child's write at a moment it could not have
+// made it: after the lease it wrote under expired, or after the NextAt it
+// had just computed ("the next is due -107ms later").
+func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[string]bool, killedAt time.Time) ([]entry, int) {
 	t.Helper()
 	last := map[string]machine.Record{} // by ID: the latest persisted in the log
 	stream := map[string]string{}
@@ -428,7 +441,7 @@ func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[stri
 		}
 		m := r.Machine()
 		prev, known := last[id]
-		e := invariants.Entry{At: time.Now(), Kind: invariants.Persisted, ID: id, Seq: m.Seq, Record: m,
+		e := invariants.Entry{At: killedAt, Kind: invariants.Persisted, ID: id, Seq: m.Seq, Record: m,
 			Detail: "read back from the file after the kill"}
 		switch {
 		case !known:

@@ -154,7 +154,7 @@ probe_max_interval = "1s"
 	time.Sleep(time.Second)
 	d.event("receiver down")
 	d.setDown(true)
-	_ = recv.Close()
+	d.goDown(recv)
 	time.Sleep(2 * time.Second)
 	ln2, err := net.Listen("tcp", recvAddr)
 	if err != nil {
@@ -254,6 +254,20 @@ func (d *demoRun) receiverHandler(secret string) (http.Handler, error) {
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
 	}), nil
+}
+
+// goDown stops the receiver taking connections, but lets the requests it
+// is serving answer: Close would cut their connections too, and a request
+// the application had applied would lose its reply, be retried after the
+// outage and be absorbed as a duplicate, a dropped reply the demo never
+// counted ("replies dropped" would then fall one short of "duplicates
+// absorbed"). The replies the demo drops are the ones it counts.
+func (d *demoRun) goDown(recv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if recv.Shutdown(ctx) != nil {
+		_ = recv.Close() // a request still running after 5s: cut it
+	}
 }
 
 func (d *demoRun) setDown(v bool) {
@@ -411,11 +425,11 @@ func (d *demoRun) check(pol machine.Config, final []machine.Record) ([]invariant
 	d.mu.Unlock()
 	slack := 5 * time.Second // lease handling, polls and a real clock
 	run.Policy, run.Final, run.Finished = pol, final, true
-	// A persist is logged at the clock reading taken when the Save call
-	// starts, a little after the worker's own reading that its machine
-	// computed NextAt from (the loop's work between them, on a loaded
-	// machine a few milliseconds): that gap is the skew between the two
-	// clocks the rules compare.
+	// The worker's entries, its persists too (recordingStore.Save), carry
+	// the clock reading its machine stepped with, so a NextAt is judged
+	// against the instant it was computed from; Skew covers what the
+	// rules compare with stamps of other readings of this process's
+	// clock (the store's AcceptedAt, the receiver's and the leases').
 	run.HealedAt, run.Slack, run.Skew = healed, slack, 10*time.Millisecond
 	run.LivenessBound = invariants.LivenessBound(pol, d.n, d.n/25, 50*time.Millisecond) + slack
 	return invariants.Check(run), len(run.Entries)

@@ -26,18 +26,54 @@ type recorder struct {
 	// -record: a test merges the logs of processes it kills), and the
 	// log is not kept in memory.
 	out io.Writer
+	// held are the persists of the worker's last Save, in the log's
+	// order, until the worker's Persisted event stamps them with the
+	// clock reading its machine stepped with (see recordingStore.Save);
+	// the entries logged meanwhile wait behind them. unstamped counts the
+	// Save's own entries at the front of held.
+	held      []invariants.Entry
+	unstamped int
 }
 
 func (r *recorder) addLocked(e invariants.Entry) {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
+	if len(r.held) > 0 {
+		r.held = append(r.held, e)
+		return
+	}
+	r.emitLocked(e)
+}
+
+func (r *recorder) emitLocked(e invariants.Entry) {
 	if r.out != nil {
 		b, _ := json.Marshal(e)
 		_, _ = r.out.Write(append(b, '\n'))
 		return
 	}
 	r.run.Add(e)
+}
+
+// holdLocked keeps a Save's persists until the worker's Persisted event.
+// A Save whose event never came (the worker reports every Save that
+// returned nil, so none should) is released first, stamped now.
+func (r *recorder) holdLocked(persists []invariants.Entry) {
+	r.releaseLocked(time.Now())
+	r.held, r.unstamped = persists, len(persists)
+}
+
+// releaseLocked stamps the held persists at, then logs everything held,
+// in order.
+func (r *recorder) releaseLocked(at time.Time) {
+	for i := range r.unstamped {
+		r.held[i].At = at
+	}
+	held := r.held
+	r.held, r.unstamped = nil, 0
+	for _, e := range held {
+		r.emitLocked(e)
+	}
 }
 
 // add logs e at its At, or now: a worker's event carries the clock
@@ -54,15 +90,17 @@ func (r *recorder) add(e invariants.Entry) {
 
 // observer records what a worker sent and heard, its probes, circuit and
 // adoptions (internal/observe, the mapping every recorder shares). Its
-// persists are logged by recordingStore, under the log's lock, as the
-// store made them durable.
+// persists are logged by recordingStore, in the store's order, and
+// stamped here: a Persisted event carries the worker's clock reading for
+// the step that made the batch.
 func (r *recorder) observer(owner string) worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
-		if ev.Kind == worker.Persisted {
-			return
-		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		if ev.Kind == worker.Persisted {
+			r.releaseLocked(ev.At)
+			return
+		}
 		for _, e := range observe.Worker(nil, owner, ev) {
 			r.addLocked(e)
 		}
@@ -110,11 +148,17 @@ func (s recordingStore) Renew(ctx context.Context, l store.Lease, ttl time.Durat
 	return nl, err
 }
 
+// Save logs the records the store now holds, under the log's lock so
+// that the log keeps the store's order, but unstamped: the worker made
+// the batch at its clock reading for the step (from which its machine
+// computed each NextAt), and reports that reading in the Persisted event
+// it observes as soon as Save returns nil (recorder.observer). Any
+// reading taken here would come later by whatever the worker waited for
+// since its step began (the log's lock, held by a publish blocked behind
+// a SQLite write, the write's own fsync, the loop's other work on a
+// loaded machine), and the checker would judge that wait as backoff the
+// policy never chose.
 func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
-	// The batch was made at the worker's clock reading just before this
-	// call; a write's own latency (an fsync) must not count as time the
-	// policy let pass.
-	at := time.Now()
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
 	err := s.Store.Save(ctx, l, ups)
@@ -125,14 +169,21 @@ func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Upd
 	case err != nil:
 		return err
 	}
+	persists := make([]invariants.Entry, 0, len(ups))
 	for _, u := range ups {
 		r, err := s.Store.Get(ctx, u.ID)
 		if err != nil {
-			return err // the save is durable; the worker re-reads
+			// The save is durable, but the worker, told it failed,
+			// reports no Persisted and re-reads: log what was read, now.
+			for _, e := range persists {
+				s.rec.addLocked(e)
+			}
+			return err
 		}
 		m := r.Machine()
-		s.rec.addLocked(invariants.Entry{At: at, Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: m.ID, Seq: m.Seq, Record: m})
+		persists = append(persists, invariants.Entry{Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: m.ID, Seq: m.Seq, Record: m})
 	}
+	s.rec.holdLocked(persists)
 	return nil
 }
 

@@ -1,0 +1,68 @@
+// This file proves that the recorder stamps a worker's persists with the
+// worker's clock reading for the step, not the instant Save ran, and
+// keeps them where the store made them durable in the log's order.
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/memstore"
+	"github.com/courierlab/courier/worker"
+)
+
+func TestRecorderStampsPersistsWithTheWorkersReading(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	st := recordingStore{Store: memstore.New(time.Now), rec: rec}
+	obs := rec.observer("w")
+	r, _, err := st.Enqueue(ctx, "s", "e1", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := st.ClaimDue(ctx, "w", time.Minute, 1)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("ClaimDue = %v, %v", ls, err)
+	}
+	// The worker's step: its reading, then a wait (a publish holding the
+	// log's lock behind a slow write), then the Save of its batch.
+	reading := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	m := r.Machine()
+	m.State, m.Attempts, m.NextAt = machine.Retry, 1, reading.Add(100*time.Millisecond)
+	if err := st.Save(ctx, ls[0], store.UpdatesOf([]machine.Record{m})); err != nil {
+		t.Fatal(err)
+	}
+	// Logged by another goroutine before the worker reports the Save:
+	// it comes after the persist, which the store made durable first.
+	rec.add(invariants.Entry{Kind: invariants.Applied, ID: "other"})
+	obs.Observe(worker.Event{Kind: worker.Persisted, At: reading, Stream: "s", Token: ls[0].Token, Records: []machine.Record{m}})
+
+	var kinds []invariants.Kind
+	var persist invariants.Entry
+	for _, e := range rec.run.Entries {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == invariants.Persisted && e.Worker == "w" {
+			persist = e
+		}
+	}
+	want := []invariants.Kind{invariants.Persisted, invariants.Acked, invariants.LeaseGranted, invariants.Persisted, invariants.Applied}
+	if len(kinds) != len(want) {
+		t.Fatalf("log kinds %v; want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("log kinds %v; want %v", kinds, want)
+		}
+	}
+	if !persist.At.Equal(reading) {
+		t.Errorf("persist stamped %v after the worker's reading; want the reading itself", persist.At.Sub(reading))
+	}
+	if d := persist.Record.NextAt.Sub(persist.At); d != 100*time.Millisecond {
+		t.Errorf("the log says the next attempt is due %v later; the worker chose 100ms", d)
+	}
+}
