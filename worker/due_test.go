@@ -101,13 +101,17 @@ func (f *flakyStore) Renew(ctx context.Context, l store.Lease, d time.Duration) 
 }
 
 // checkCache fails the test unless every cached earliest is fresh, every
-// timer's integer is sound, and Next is the plain scan's instant.
+// timer's integer is sound, a still stream has nothing for quiet to do,
+// and Next is the plain scan's instant.
 func checkCache(t *testing.T, w *Worker, step int) {
 	t.Helper()
 	stamps := []*stamp{&w.claimAt, &w.purgeAt, &w.now, &w.origin, &w.pollLo, &w.pollHi}
 	for _, st := range w.order {
 		if st.dueOK && st.due != st.earliest(st.dueDraining) {
 			t.Fatalf("step %d: %s: cached earliest %+v, computed %+v", step, st.lease.Stream, st.due, st.earliest(st.dueDraining))
+		}
+		if st.still && !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
+			t.Fatalf("step %d: %s: still, but its idle clock is to start or stop", step, st.lease.Stream)
 		}
 		stamps = append(stamps, &st.renewAt, &st.expiresAt, &st.rebuildAt, &st.adoptAt, &st.wakeAt, &st.releaseAt, &st.due)
 	}

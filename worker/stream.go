@@ -44,6 +44,11 @@ type stream struct {
 	due         stamp
 	dueOK       bool
 	dueDraining bool
+	// still says quiet found nothing to do, or did it, since the last
+	// change: what it looks at (m's queue, idleSince, the worker's
+	// draining, which is never undone) changes only with a call of
+	// changed, so an Advance need not look again.
+	still bool
 }
 
 // stamp is an instant with, when one exists, an integer that orders it
@@ -102,7 +107,7 @@ func (a *stamp) add(d time.Duration) stamp {
 }
 
 // changed says that a timer or m changed: due is to be computed again.
-func (st *stream) changed() { st.dueOK = false }
+func (st *stream) changed() { st.dueOK, st.still = false, false }
 
 // dueAt is earliest(draining), computed once per change.
 func (st *stream) dueAt(draining bool) *stamp {
@@ -166,10 +171,14 @@ func (st *stream) leased(start *stamp, c Config) {
 // a machine, not draining. idle changes nothing unless the idle clock is
 // to start (nothing queued, none running) or stop (queued, running): its
 // release is not due, releaseAt being one of the timers.
+//
+// Either way it leaves the stream still: idle ends with no clock to start
+// or stop, and its changes clear still before quiet sets it.
 func (w *Worker) quiet(ctx context.Context, st *stream, now *stamp) {
 	if !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
 		w.idle(ctx, st, now)
 	}
+	st.still = true
 }
 
 func (w *Worker) advanceStream(ctx context.Context, st *stream, now *stamp) {

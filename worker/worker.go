@@ -227,7 +227,9 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	for i := 0; i < len(w.order); {
 		st := w.order[i]
 		if now.before(st.dueAt(w.draining)) {
-			w.quiet(ctx, st, now)
+			if !st.still {
+				w.quiet(ctx, st, now)
+			}
 		} else {
 			w.advanceStream(ctx, st, now)
 		}
