@@ -107,8 +107,8 @@ func checkCache(t *testing.T, w *Worker, step int) {
 	t.Helper()
 	stamps := []*stamp{&w.claimAt, &w.purgeAt, &w.now, &w.origin, &w.pollLo, &w.pollHi}
 	for _, st := range w.order {
-		if st.dueOK && st.due != st.earliest(st.dueDraining) {
-			t.Fatalf("step %d: %s: cached earliest %+v, computed %+v", step, st.lease.Stream, st.due, st.earliest(st.dueDraining))
+		if st.dueOK && st.due != *st.earliest(st.dueDraining) {
+			t.Fatalf("step %d: %s: cached earliest %+v, computed %+v", step, st.lease.Stream, st.due, *st.earliest(st.dueDraining))
 		}
 		if st.still && !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
 			t.Fatalf("step %d: %s: still, but its idle clock is to start or stop", step, st.lease.Stream)

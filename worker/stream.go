@@ -122,7 +122,7 @@ func (st *stream) dueAt(draining bool) *stamp {
 //
 //go:noinline
 func (st *stream) refresh(draining bool) *stamp {
-	st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
+	st.due, st.dueOK, st.dueDraining = *st.earliest(draining), true, draining
 	return &st.due
 }
 
@@ -132,8 +132,9 @@ func (st *stream) refresh(draining bool) *stamp {
 // idle release. Nothing of the stream is due before it.
 //
 // Each timer replaces t only when strictly before it: the first of equal
-// instants is the one kept.
-func (st *stream) earliest(draining bool) stamp {
+// instants is the one kept. It returns the timer itself, copied once by
+// refresh.
+func (st *stream) earliest(draining bool) *stamp {
 	t := &st.renewAt
 	if st.expiresAt.before(t) {
 		t = &st.expiresAt
@@ -155,7 +156,7 @@ func (st *stream) earliest(draining bool) stamp {
 			t = &st.releaseAt
 		}
 	}
-	return *t
+	return t
 }
 
 // leased records a grant or renewal whose call started at start.
