@@ -423,7 +423,9 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
 	w.handOut(st, sends, probes)
-	st.wakeAt = stampOf(plantedWake(b.WakeAt))
+	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
+		st.wakeAt = stampOf(wake) // else it has its stamp already
+	}
 	st.changed()
 	return true
 }
