@@ -1,8 +1,11 @@
 // Tests the cached timers against the plain computation: two workers
-// share a flaky memstore under random clocks, enqueues, replies, drains
-// and stops, and after every call each stream's cached earliest instant
-// must be the one computed afresh, and Next the instant the plain scan
-// of every timer gives.
+// share a flaky memstore under random clocks (wall readings, monotonic
+// ones, or a mix), enqueues, replies, drains and stops, and after every
+// call each stream's cached earliest instant must be the one computed
+// afresh, every timer's integer must order it as time.Time does, and Next
+// must be the instant the plain scan of every timer gives. The stamps'
+// integers are checked against time.Time's own Before and Add directly,
+// too.
 package worker
 
 import (
@@ -27,33 +30,33 @@ func plainNext(w *Worker) time.Time {
 		if !next.IsZero() && !t.Before(next) {
 			return
 		}
-		if t.Before(w.now) {
-			t = w.now
+		if t.Before(w.now.t) {
+			t = w.now.t
 		}
 		if next.IsZero() || t.Before(next) {
 			next = t
 		}
 	}
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
-		consider(w.claimAt)
+		consider(w.claimAt.t)
 	}
 	if !w.draining && w.cfg.Retention > 0 {
-		consider(w.purgeAt)
+		consider(w.purgeAt.t)
 	}
 	for _, st := range w.order {
-		consider(st.renewAt)
-		consider(st.expiresAt)
+		consider(st.renewAt.t)
+		consider(st.expiresAt.t)
 		switch {
 		case w.draining:
 		case st.m == nil:
-			consider(st.rebuildAt)
+			consider(st.rebuildAt.t)
 		default:
-			consider(st.adoptAt)
-			if !st.wakeAt.IsZero() {
-				consider(st.wakeAt)
+			consider(st.adoptAt.t)
+			if !st.wakeAt.t.IsZero() {
+				consider(st.wakeAt.t)
 			}
 			if !st.idleSince.IsZero() {
-				consider(st.releaseAt)
+				consider(st.releaseAt.t)
 			}
 		}
 	}
@@ -97,14 +100,23 @@ func (f *flakyStore) Renew(ctx context.Context, l store.Lease, d time.Duration) 
 	return f.Store.Renew(ctx, l, d)
 }
 
-// checkCache fails the test unless every cached earliest is fresh and Next
-// is the plain scan's instant.
+// checkCache fails the test unless every cached earliest is fresh, every
+// timer's integer is sound, a still stream has nothing for quiet to do,
+// and Next is the plain scan's instant.
 func checkCache(t *testing.T, w *Worker, step int) {
 	t.Helper()
+	stamps := []*stamp{&w.claimAt, &w.purgeAt, &w.now, &w.origin, &w.pollLo, &w.pollHi}
 	for _, st := range w.order {
-		if st.dueOK && !st.due.Equal(st.earliest(st.dueDraining)) {
-			t.Fatalf("step %d: %s: cached earliest %v, computed %v", step, st.lease.Stream, st.due, st.earliest(st.dueDraining))
+		if st.dueOK && st.due != *st.earliest(st.dueDraining) {
+			t.Fatalf("step %d: %s: cached earliest %+v, computed %+v", step, st.lease.Stream, st.due, *st.earliest(st.dueDraining))
 		}
+		if st.still && !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
+			t.Fatalf("step %d: %s: still, but its idle clock is to start or stop", step, st.lease.Stream)
+		}
+		stamps = append(stamps, &st.renewAt, &st.expiresAt, &st.rebuildAt, &st.adoptAt, &st.wakeAt, &st.releaseAt, &st.due)
+	}
+	for i, s := range stamps {
+		checkStamp(t, s, fmt.Sprintf("step %d: stamp %d", step, i))
 	}
 	if got, want := w.Next(), plainNext(w); !got.Equal(want) {
 		t.Fatalf("step %d: Next %v, plain scan %v", step, got, want)
@@ -120,8 +132,22 @@ func TestCachedTimersMatchPlainScan(t *testing.T) {
 func cachedTimersRun(t *testing.T, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Every fourth run reads a monotonic clock, and every fourth after it
+	// hands the workers readings with and without one: their timers must
+	// then fall back to time.Time's own comparisons where those differ
+	// from the wall clock's.
+	mono, mixed := seed%4 == 2, seed%4 == 3
+	if mono || mixed {
+		epoch = time.Now()
+	}
+	reading := func(t time.Time) time.Time {
+		if mixed && r.IntN(2) == 0 {
+			return t.Round(0)
+		}
+		return t
+	}
 	now := epoch
-	mem := memstore.New(func() time.Time { return now })
+	mem := memstore.New(func() time.Time { return reading(now) })
 	fs := &flakyStore{Store: mem, r: r, rate: []float64{0, 0.05, 0.3}[seed%3]}
 	retention := []time.Duration{0, 5 * time.Second}[seed%2]
 	boot := func(i int) *Worker {
@@ -146,7 +172,7 @@ func cachedTimersRun(t *testing.T, seed uint64) {
 	for step := range 3000 {
 		i := r.IntN(2)
 		w := ws[i]
-		at := now.Add(skew[i])
+		at := reading(now.Add(skew[i]))
 		switch op := r.IntN(20); {
 		case op < 4:
 			now = now.Add(time.Duration(r.IntN(1500)) * time.Millisecond)
@@ -202,7 +228,10 @@ func TestNextPollCacheMatchesGrid(t *testing.T) {
 	for range 200 {
 		poll := time.Duration(1+r.IntN(5000)) * time.Millisecond
 		origin := time.Date(2026, 1, 1, 0, 0, 0, r.IntN(1e9), time.UTC)
-		w := &Worker{cfg: Config{Poll: poll}, origin: origin}
+		if r.IntN(2) == 0 {
+			origin = time.Now() // a monotonic reading: the stamps' fallback
+		}
+		w := &Worker{cfg: Config{Poll: poll}, origin: stampOf(origin)}
 		var last time.Duration
 		for range 200 {
 			var off time.Duration
@@ -217,9 +246,68 @@ func TestNextPollCacheMatchesGrid(t *testing.T) {
 			last = max(off, 0)
 			now := origin.Add(last)
 			want := origin.Add((now.Sub(origin)/poll + 1) * poll)
-			if got := w.nextPoll(now); !got.Equal(want) || got != want {
-				t.Fatalf("poll %v, now origin+%v: nextPoll %v, want %v", poll, now.Sub(origin), got, want)
+			at := stampOf(now)
+			got := w.nextPoll(&at)
+			if !got.t.Equal(want) || got.t != want {
+				t.Fatalf("poll %v, now origin+%v: nextPoll %v, want %v", poll, now.Sub(origin), got.t, want)
 			}
+			checkStamp(t, &got, "nextPoll")
+		}
+	}
+}
+
+// checkStamp fails the test unless s's integer, when it has one, is the
+// one stampOf gives its instant.
+func checkStamp(t *testing.T, s *stamp, what string) {
+	t.Helper()
+	if !s.ok {
+		return
+	}
+	if fresh := stampOf(s.t); !fresh.ok || fresh.ns != s.ns {
+		t.Fatalf("%s: %+v has the integer %d; stampOf gives %+v", what, *s, s.ns, fresh)
+	}
+}
+
+// TestStampsOrderAsTime checks stamp.before and stamp.add against
+// time.Time's Before and Add: near the zero instant, the ends of the
+// integer's range, with and without monotonic readings.
+func TestStampsOrderAsTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bases := []time.Time{
+		{}, wall, wall.In(time.FixedZone("x", 3600)), time.Now(), time.Now().Round(0),
+		time.Unix(maxStampSec, 999_999_999), time.Unix(-maxStampSec, 0), time.Unix(maxStampSec+1, 0),
+		time.Unix(-maxStampSec-1, 999_999_999), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+	}
+	durations := []time.Duration{0, 1, -1, time.Second, -time.Second, 1<<63 - 1, -1 << 63}
+	pick := func() time.Time {
+		b := bases[r.IntN(len(bases))]
+		switch r.IntN(3) {
+		case 0:
+			return b
+		case 1:
+			return b.Add(time.Duration(r.Int64N(int64(time.Hour))) - time.Minute)
+		default:
+			return b.Add(durations[r.IntN(len(durations))])
+		}
+	}
+	for range 200_000 {
+		a, b := stampOf(pick()), stampOf(pick())
+		checkStamp(t, &a, "stampOf")
+		if got, want := a.before(&b), a.t.Before(b.t); got != want {
+			t.Fatalf("%+v before %+v: %v; time.Time says %v", a, b, got, want)
+		}
+		d := durations[r.IntN(len(durations))]
+		if r.IntN(2) == 0 {
+			d = time.Duration(r.Int64N(int64(time.Hour))) - time.Minute
+		}
+		sum := a.add(d)
+		if sum.t != a.t.Add(d) {
+			t.Fatalf("%+v add %v: %v; time.Time says %v", a, d, sum.t, a.t.Add(d))
+		}
+		checkStamp(t, &sum, fmt.Sprintf("%+v add %v", a, d))
+		if got, want := sum.before(&b), sum.t.Before(b.t); got != want {
+			t.Fatalf("%+v before %+v: %v; time.Time says %v", sum, b, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -22,16 +23,16 @@ type stream struct {
 	// the store's clock read its start, so start+ttl-margin is no later
 	// than the store's end unless the clocks drift apart by more than
 	// the margin.
-	renewAt, expiresAt time.Time
+	renewAt, expiresAt stamp
 
 	m         *machine.Machine // nil: to be rebuilt from the store
 	gen       uint64           // names m; replies name it
-	rebuildAt time.Time        // when m is nil: when to try again
+	rebuildAt stamp            // when m is nil: when to try again
 	lastSeq   uint64           // the highest Seq m knows
-	adoptAt   time.Time        // next look for newly enqueued records
-	wakeAt    time.Time        // m's WakeAt; zero: none
+	adoptAt   stamp            // next look for newly enqueued records
+	wakeAt    stamp            // m's WakeAt; zero: none
 	idleSince time.Time        // zero unless m has nothing left to do
-	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
+	releaseAt stamp            // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
 	gone      bool             // forgotten (lost or released): no longer in order
 
@@ -39,19 +40,79 @@ type stream struct {
 	// when it was computed; dueOK false means it is to be computed again.
 	// Every write to a timer above or to m clears dueOK (changed), so Next
 	// and an Advance with nothing due read one instant per stream, not
-	// five.
-	due         time.Time
+	// five, and mostly compare it as an integer (stamp).
+	due         stamp
 	dueOK       bool
 	dueDraining bool
+	// still says quiet found nothing to do, or did it, since the last
+	// change: what it looks at (m's queue, idleSince, the worker's
+	// draining, which is never undone) changes only with a call of
+	// changed, so an Advance need not look again.
+	still bool
+}
+
+// stamp is an instant with, when one exists, an integer that orders it
+// exactly as time.Time.Before does. The worker's timers are stamps: Before
+// costs a call and a branch on monotonic readings, and every call of the
+// worker compares its clock reading with every stream's timers. A stamp
+// made by add from one with an integer has one too, at no more cost than
+// the addition; only a reading from outside (the driver's clock, the
+// machine's WakeAt) is looked at by stampOf.
+type stamp struct {
+	t  time.Time
+	ns int64 // nanoseconds since the Unix epoch; math.MinInt64 for the zero instant
+	// ok says ns orders t: t has no monotonic reading (Before compares
+	// two readings, not wall times, when both carry one) and is the zero
+	// instant or within ns's range.
+	ok bool
+}
+
+// maxStampSec bounds the Unix seconds of an instant with an ns: ns is
+// sec*1e9+nsec, which must not overflow.
+const maxStampSec = math.MaxInt64/int64(time.Second) - 1
+
+// stampOf returns t's stamp.
+func stampOf(t time.Time) stamp {
+	if t.IsZero() {
+		return stamp{t: t, ns: math.MinInt64, ok: true}
+	}
+	if t != t.Round(0) {
+		return stamp{t: t} // Round(0) strips a monotonic reading
+	}
+	if sec := t.Unix(); sec >= -maxStampSec && sec <= maxStampSec {
+		return stamp{t: t, ns: sec*1e9 + int64(t.Nanosecond()), ok: true}
+	}
+	return stamp{t: t}
+}
+
+// zeroStamp is the zero instant's stamp: before every other.
+var zeroStamp = stamp{ns: math.MinInt64, ok: true}
+
+// before is a.t.Before(b.t), by the integers when both have one.
+func (a *stamp) before(b *stamp) bool {
+	if a.ok && b.ok {
+		return a.ns < b.ns
+	}
+	return a.t.Before(b.t)
+}
+
+// add is the stamp of a.t.Add(d). Its integer is a's plus d when a has
+// one, is not the zero instant's, and the sum stays in range: then
+// a.t.Add(d) is exactly that many nanoseconds after the Unix epoch.
+func (a *stamp) add(d time.Duration) stamp {
+	ns := a.ns + int64(d)
+	ok := a.ok && a.ns != math.MinInt64 && (ns > a.ns) == (d > 0) &&
+		ns >= -maxStampSec*1e9 && ns < (maxStampSec+1)*1e9
+	return stamp{t: a.t.Add(d), ns: ns, ok: ok}
 }
 
 // changed says that a timer or m changed: due is to be computed again.
-func (st *stream) changed() { st.dueOK = false }
+func (st *stream) changed() { st.dueOK, st.still = false, false }
 
 // dueAt is earliest(draining), computed once per change.
-func (st *stream) dueAt(draining bool) time.Time {
+func (st *stream) dueAt(draining bool) *stamp {
 	if st.dueOK && st.dueDraining == draining {
-		return st.due
+		return &st.due
 	}
 	return st.refresh(draining)
 }
@@ -60,45 +121,48 @@ func (st *stream) dueAt(draining bool) time.Time {
 // change, inlines where it is called once per stream per pass.
 //
 //go:noinline
-func (st *stream) refresh(draining bool) time.Time {
-	st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
-	return st.due
+func (st *stream) refresh(draining bool) *stamp {
+	st.due, st.dueOK, st.dueDraining = *st.earliest(draining), true, draining
+	return &st.due
 }
 
 // earliest is the first instant at which the stream has timed work: its
 // renewal and lease end and, unless the worker is draining, its rebuild
 // (without a machine) or its adoption poll, its machine's WakeAt and its
 // idle release. Nothing of the stream is due before it.
-func (st *stream) earliest(draining bool) time.Time {
-	t := earlier(st.renewAt, st.expiresAt)
+//
+// Each timer replaces t only when strictly before it: the first of equal
+// instants is the one kept. It returns the timer itself, copied once by
+// refresh.
+func (st *stream) earliest(draining bool) *stamp {
+	t := &st.renewAt
+	if st.expiresAt.before(t) {
+		t = &st.expiresAt
+	}
 	switch {
 	case draining:
 	case st.m == nil:
-		t = earlier(t, st.rebuildAt)
-	default:
-		t = earlier(t, st.adoptAt)
-		if !st.wakeAt.IsZero() {
-			t = earlier(t, st.wakeAt)
+		if st.rebuildAt.before(t) {
+			t = &st.rebuildAt
 		}
-		if !st.idleSince.IsZero() {
-			t = earlier(t, st.releaseAt)
+	default:
+		if st.adoptAt.before(t) {
+			t = &st.adoptAt
+		}
+		if !st.wakeAt.t.IsZero() && st.wakeAt.before(t) {
+			t = &st.wakeAt
+		}
+		if !st.idleSince.IsZero() && st.releaseAt.before(t) {
+			t = &st.releaseAt
 		}
 	}
 	return t
 }
 
-// earlier returns the earlier of a and b; a when they are the same instant.
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // leased records a grant or renewal whose call started at start.
-func (st *stream) leased(start time.Time, c Config) {
-	st.renewAt = start.Add(c.RenewEvery)
-	st.expiresAt = start.Add(c.LeaseTTL - c.ClockMargin)
+func (st *stream) leased(start *stamp, c Config) {
+	st.renewAt = start.add(c.RenewEvery)
+	st.expiresAt = start.add(c.LeaseTTL - c.ClockMargin)
 	st.changed()
 }
 
@@ -108,35 +172,39 @@ func (st *stream) leased(start time.Time, c Config) {
 // a machine, not draining. idle changes nothing unless the idle clock is
 // to start (nothing queued, none running) or stop (queued, running): its
 // release is not due, releaseAt being one of the timers.
-func (w *Worker) quiet(ctx context.Context, st *stream, now time.Time) {
+//
+// Either way it leaves the stream still: idle ends with no clock to start
+// or stop, and its changes clear still before quiet sets it.
+func (w *Worker) quiet(ctx context.Context, st *stream, now *stamp) {
 	if !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
 		w.idle(ctx, st, now)
 	}
+	st.still = true
 }
 
-func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
-	if !now.Before(st.expiresAt) {
+func (w *Worker) advanceStream(ctx context.Context, st *stream, now *stamp) {
+	if !now.before(&st.expiresAt) {
 		// Renewals failed for a whole lease: another worker may own the
 		// stream now. Stop acting on it; the lease runs out in the store.
 		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded")
 		return
 	}
-	if !now.Before(st.renewAt) && !w.renew(ctx, st, now) {
+	if !now.before(&st.renewAt) && !w.renew(ctx, st, now) {
 		return
 	}
 	if w.draining {
 		return // renewals only: the attempts out finish under the lease
 	}
-	if st.m == nil && (now.Before(st.rebuildAt) || !w.rebuild(ctx, st, now)) {
+	if st.m == nil && (now.before(&st.rebuildAt) || !w.rebuild(ctx, st, now)) {
 		return
 	}
-	if !now.Before(st.adoptAt) && !w.adopt(ctx, st, now) {
+	if !now.before(&st.adoptAt) && !w.adopt(ctx, st, now) {
 		return
 	}
-	if !st.wakeAt.IsZero() && !now.Before(st.wakeAt) {
-		st.wakeAt = time.Time{}
+	if !st.wakeAt.t.IsZero() && !now.before(&st.wakeAt) {
+		st.wakeAt = zeroStamp
 		st.changed()
-		if !w.step(ctx, st, now, machine.Tick{At: now}) {
+		if !w.step(ctx, st, now, machine.Tick{At: now.t}) {
 			return
 		}
 	}
@@ -144,7 +212,7 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 }
 
 // renew extends the lease. It reports false if the stream was lost.
-func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
+func (w *Worker) renew(ctx context.Context, st *stream, now *stamp) bool {
 	l, err := w.cfg.Store.Renew(ctx, st.lease, w.cfg.LeaseTTL)
 	switch {
 	case errors.Is(err, store.ErrStaleLease):
@@ -154,7 +222,7 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 		// The lease may still be valid: go on, and try again soon. Sends
 		// stop at expiresAt whatever happens.
 		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
-		st.renewAt = now.Add(w.cfg.RetryAfterFailure)
+		st.renewAt = now.add(w.cfg.RetryAfterFailure)
 		st.changed()
 		return true
 	}
@@ -166,7 +234,7 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 
 // idle gives the stream back once nothing has been left to do for
 // IdleRelease.
-func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
+func (w *Worker) idle(ctx context.Context, st *stream, now *stamp) {
 	if st.m == nil || st.m.Queued() > 0 {
 		if !st.idleSince.IsZero() {
 			st.idleSince = time.Time{}
@@ -175,10 +243,10 @@ func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
 		return
 	}
 	if st.idleSince.IsZero() {
-		st.idleSince, st.releaseAt = now, now.Add(w.cfg.IdleRelease)
+		st.idleSince, st.releaseAt = now.t, now.add(w.cfg.IdleRelease)
 		st.changed()
 	}
-	if !now.Before(st.releaseAt) {
+	if !now.before(&st.releaseAt) {
 		w.release(ctx, st, "nothing left to do")
 	}
 }
@@ -205,29 +273,29 @@ func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machi
 
 // readFailed handles an error from a read through the lease. It reports
 // whether the stream is still owned.
-func (w *Worker) readFailed(st *stream, now time.Time, err error) bool {
+func (w *Worker) readFailed(st *stream, now *stamp, err error) bool {
 	if errors.Is(err, store.ErrStaleLease) {
 		w.lose(st, "read refused: "+err.Error())
 		return false
 	}
 	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
-	st.rebuildAt = now.Add(w.cfg.RetryAfterFailure)
-	st.adoptAt = now.Add(w.cfg.RetryAfterFailure)
+	st.rebuildAt = now.add(w.cfg.RetryAfterFailure)
+	st.adoptAt = st.rebuildAt
 	st.changed()
 	return true
 }
 
 // rebuild recovers a machine from the store's records and carries out its
 // first batch. It reports whether the stream has a machine afterwards.
-func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
-	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
+func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
+	st.m, st.wakeAt, st.idleSince = nil, zeroStamp, time.Time{}
 	st.changed()
 	recs, err := w.pending(ctx, st, 0)
 	if err != nil {
 		w.readFailed(st, now, err)
 		return false
 	}
-	m, b, err := machine.Recover(st.cfg, now, plantedRecords(recs, now))
+	m, b, err := machine.Recover(st.cfg, now.t, plantedRecords(recs, now.t))
 	if err != nil {
 		// The store holds records no machine could have written: a broken
 		// store. Leave the stream alone rather than act on them.
@@ -248,7 +316,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 }
 
 // adopt hands the machine the records enqueued since it last looked.
-func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
+func (w *Worker) adopt(ctx context.Context, st *stream, now *stamp) bool {
 	st.adoptAt = w.nextPoll(now)
 	st.changed()
 	recs, err := w.pending(ctx, st, st.lastSeq)
@@ -265,7 +333,7 @@ func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
 		}
 		st.lastSeq = max(st.lastSeq, r.Seq)
 		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
-		if !w.step(ctx, st, now, machine.Adopt{At: now, Record: r}) {
+		if !w.step(ctx, st, now, machine.Adopt{At: now.t, Record: r}) {
 			return false
 		}
 	}
@@ -281,24 +349,25 @@ type answer struct {
 
 // step feeds one input to the stream's machine and carries out the batch.
 // It reports whether the machine is still there.
-func (w *Worker) step(ctx context.Context, st *stream, now time.Time, in machine.Input) bool {
+func (w *Worker) step(ctx context.Context, st *stream, now *stamp, in machine.Input) bool {
 	return w.stepAnswer(ctx, st, now, in, nil)
 }
 
 // stepAnswer is step for a Result: ans is kept with the record it answers.
-func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in machine.Input, ans *answer) bool {
-	if now.Before(st.m.Now()) {
-		now = st.m.Now() // the machine has seen a later reading (Recover's)
+func (w *Worker) stepAnswer(ctx context.Context, st *stream, now *stamp, in machine.Input, ans *answer) bool {
+	if mnow := st.m.Now(); now.t.Before(mnow) {
+		later := stampOf(mnow) // the machine has seen a later reading (Recover's)
+		now = &later
 	}
 	switch in := in.(type) {
 	case machine.Tick:
-		in.At = now
+		in.At = now.t
 	case machine.Adopt:
-		in.At = now
+		in.At = now.t
 	case machine.Result:
-		in.At = now
+		in.At = now.t
 	case machine.ProbeResult:
-		in.At = now
+		in.At = now.t
 	}
 	b, err := st.m.Step(in)
 	if err != nil {
@@ -311,9 +380,9 @@ func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in m
 
 // dropMachine forgets what the machine knew; the next Advance rebuilds it
 // from the store.
-func (w *Worker) dropMachine(st *stream, now time.Time) {
-	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
-	st.rebuildAt = now.Add(w.cfg.RetryAfterFailure)
+func (w *Worker) dropMachine(st *stream, now *stamp) {
+	st.m, st.wakeAt, st.idleSince = nil, zeroStamp, time.Time{}
+	st.rebuildAt = now.add(w.cfg.RetryAfterFailure)
 	st.changed()
 }
 
@@ -321,13 +390,13 @@ func (w *Worker) dropMachine(st *stream, now time.Time) {
 // persist through the lease; then (there are no producer acks: the store
 // acknowledged them) hand out the sends and probes; then wait for WakeAt,
 // if it is not zero. It reports whether the machine is still there.
-func (w *Worker) execute(ctx context.Context, st *stream, now time.Time, b machine.Batch) bool {
+func (w *Worker) execute(ctx context.Context, st *stream, now *stamp, b machine.Batch) bool {
 	return w.executeAnswer(ctx, st, now, b, nil)
 }
 
 // executeAnswer is execute for a batch that answers an attempt: ans is
 // saved with the record, so an operator sees why it retries or died.
-func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b machine.Batch, ans *answer) bool {
+func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b machine.Batch, ans *answer) bool {
 	for _, c := range b.Circuit {
 		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
@@ -354,7 +423,9 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
 	w.handOut(st, sends, probes)
-	st.wakeAt = plantedWake(b.WakeAt)
+	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
+		st.wakeAt = stampOf(wake) // else it has its stamp already
+	}
 	st.changed()
 	return true
 }
@@ -368,7 +439,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 			Attempt:  channel.Attempt{Stream: st.lease.Stream, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt, Payload: s.Payload},
 			Token:    st.lease.Token,
 			Gen:      st.gen,
-			Deadline: st.expiresAt,
+			Deadline: st.expiresAt.t,
 			Timeout:  st.cfg.AttemptTimeout,
 		})
 	}
@@ -376,7 +447,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
 		w.out.Probes = append(w.out.Probes, Probe{
 			Stream: st.lease.Stream, Token: st.lease.Token, Gen: st.gen, N: p.N,
-			Deadline: st.expiresAt, Timeout: st.cfg.ProbeTimeout,
+			Deadline: st.expiresAt.t, Timeout: st.cfg.ProbeTimeout,
 		})
 	}
 }
@@ -410,7 +481,7 @@ func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
 // after any other error it is not, but the machine has moved past what
 // the store holds. Either way the machine is dropped and rebuilt from
 // what the store holds: the worker re-reads before it acts again.
-func (w *Worker) saveFailed(st *stream, now time.Time, err error) {
+func (w *Worker) saveFailed(st *stream, now *stamp, err error) {
 	if errors.Is(err, store.ErrStaleLease) {
 		w.lose(st, "write fenced off: "+err.Error())
 		return

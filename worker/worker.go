@@ -138,15 +138,15 @@ type Worker struct {
 	order   []*stream      // owned streams, by name: the order every pass takes
 	ups     []store.Update // the last Save's updates, reused (Save keeps none)
 	ans     store.Outcome  // the outcome ups points to, reused likewise
-	claimAt time.Time
-	purgeAt time.Time
+	claimAt stamp
+	purgeAt stamp
 	gen     uint64
-	now     time.Time
-	origin  time.Time // the first clock reading: the poll grid's origin
+	now     stamp // the latest clock reading
+	origin  stamp // the first clock reading: the poll grid's origin
 	// pollLo and pollHi are the last grid interval nextPoll computed:
 	// nextPoll of any instant in [pollLo, pollHi) is pollHi. Zero until
 	// the first.
-	pollLo, pollHi time.Time
+	pollLo, pollHi stamp
 	draining       bool
 	out            Effects
 }
@@ -165,15 +165,15 @@ func (w *Worker) Config() Config { return w.cfg }
 
 // clock takes the driver's reading, never letting it go backwards: a wall
 // clock stepped back must not make the machines refuse their inputs.
-func (w *Worker) clock(now time.Time) time.Time {
-	if w.origin.IsZero() {
+func (w *Worker) clock(reading time.Time) *stamp {
+	now := stampOf(reading)
+	if w.origin.t.IsZero() {
 		w.origin = now
 	}
-	if now.Before(w.now) {
-		return w.now
+	if !now.before(&w.now) {
+		w.now = now
 	}
-	w.now = now
-	return now
+	return &w.now // unchanged until the call that read it returns
 }
 
 // nextPoll is the first instant after now on the grid of Polls from the
@@ -181,28 +181,28 @@ func (w *Worker) clock(now time.Time) time.Time {
 // each owned stream's look for new records) falls on that grid, so one
 // Advance serves them all, however many streams the worker owns and
 // whenever it took them over; each still comes within one Poll.
-func (w *Worker) nextPoll(now time.Time) time.Time {
+func (w *Worker) nextPoll(now *stamp) stamp {
 	// Every stream's poll in one Advance falls in the same interval of
 	// the grid, and a worker's next poll mostly in the interval after:
 	// comparisons and at most one addition, not a division, a
 	// subtraction and two additions of instants.
-	if !w.pollHi.IsZero() && !now.Before(w.pollLo) {
-		if now.Before(w.pollHi) {
+	if !w.pollHi.t.IsZero() && !now.before(&w.pollLo) {
+		if now.before(&w.pollHi) {
 			return w.pollHi
 		}
-		if after := w.pollHi.Add(w.cfg.Poll); now.Before(after) {
+		if after := w.pollHi.add(w.cfg.Poll); now.before(&after) {
 			w.pollLo, w.pollHi = w.pollHi, after
 			return after
 		}
 	}
-	n := now.Sub(w.origin)/w.cfg.Poll + 1
-	w.pollLo, w.pollHi = w.origin.Add((n-1)*w.cfg.Poll), w.origin.Add(n*w.cfg.Poll)
+	n := now.t.Sub(w.origin.t)/w.cfg.Poll + 1
+	w.pollLo, w.pollHi = w.origin.add((n-1)*w.cfg.Poll), w.origin.add(n*w.cfg.Poll)
 	return w.pollHi
 }
 
 func (w *Worker) observe(e Event) {
 	if w.cfg.Observer != nil {
-		e.At = w.now
+		e.At = w.now.t
 		w.cfg.Observer.Observe(e)
 	}
 }
@@ -218,16 +218,18 @@ func (w *Worker) flush() Effects {
 // machines, adopt records producers enqueued, tick machines at their
 // WakeAt, give idle streams back; then claim due streams while there is
 // room. Store calls take ctx.
-func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
-	now = w.clock(now)
+func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
+	now := w.clock(reading)
 	// The pass walks order itself, by index, with no copy: advancing a
 	// stream may remove that stream from order (lost or released), never
 	// another, and adds none (claims come after the pass), so a stream
 	// gone leaves the next one at its index.
 	for i := 0; i < len(w.order); {
 		st := w.order[i]
-		if now.Before(st.dueAt(w.draining)) {
-			w.quiet(ctx, st, now)
+		if now.before(st.dueAt(w.draining)) {
+			if !st.still {
+				w.quiet(ctx, st, now)
+			}
 		} else {
 			w.advanceStream(ctx, st, now)
 		}
@@ -235,10 +237,10 @@ func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 			i++
 		}
 	}
-	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
+	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.before(&w.claimAt) {
 		w.claim(ctx, now)
 	}
-	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
+	if !w.draining && w.cfg.Retention > 0 && !now.before(&w.purgeAt) {
 		w.purge(ctx, now)
 	}
 	return w.flush()
@@ -247,8 +249,8 @@ func (w *Worker) Advance(ctx context.Context, now time.Time) Effects {
 // Deliver hands a Send's or Probe's outcome to the machine that asked for
 // it and carries out what follows. A reply for a stream the worker no
 // longer owns, or for a machine it has since rebuilt, is dropped.
-func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
-	now = w.clock(now)
+func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effects {
+	now := w.clock(reading)
 	st := w.streams[r.Stream]
 	if st == nil || st.m == nil || st.gen != r.Gen {
 		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
@@ -261,14 +263,14 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 			return w.flush() // nothing new goes out while draining
 		}
 		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
-		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
+		in = machine.ProbeResult{At: now.t, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
 	} else {
 		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
 		if r.Outcome.Result != machine.OutcomeFailed || retryAfter < 0 {
 			retryAfter = 0 // a hint goes only with a retryable failure
 		}
 		w.observe(Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
-		in = machine.Result{At: now, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
+		in = machine.Result{At: now.t, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
 		w.stepAnswer(ctx, st, now, in, &answer{id: r.ID, outcome: store.Outcome{
 			Attempt: r.Attempt,
 			Status:  r.Outcome.Status,
@@ -285,11 +287,11 @@ func (w *Worker) Deliver(ctx context.Context, now time.Time, r Reply) Effects {
 // claim at once. Call Advance after it (Next says now).
 func (w *Worker) Notify(stream string) {
 	if st := w.streams[stream]; st != nil {
-		st.adoptAt = time.Time{}
+		st.adoptAt = zeroStamp
 		st.changed()
 		return
 	}
-	w.claimAt = time.Time{}
+	w.claimAt = zeroStamp
 }
 
 // Next returns the instant at which Advance has work: the earliest
@@ -301,24 +303,28 @@ func (w *Worker) Notify(stream string) {
 func (w *Worker) Next() time.Time {
 	// The earliest timer, raised to now if it is due already: each
 	// stream's earliest is cached (stream.dueAt), so this reads one
-	// instant per stream.
-	var next time.Time
-	have := false
+	// instant per stream. The first earliest in this order is the one
+	// returned, as its exact time.Time value.
+	var next *stamp
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
-		next, have = w.claimAt, true
+		next = &w.claimAt
 	}
-	if !w.draining && w.cfg.Retention > 0 && (!have || w.purgeAt.Before(next)) {
-		next, have = w.purgeAt, true
+	if !w.draining && w.cfg.Retention > 0 && (next == nil || w.purgeAt.before(next)) {
+		next = &w.purgeAt
 	}
 	for _, st := range w.order {
-		if t := st.dueAt(w.draining); !have || t.Before(next) {
-			next, have = t, true
+		if t := st.dueAt(w.draining); next == nil || t.before(next) {
+			next = t
 		}
 	}
-	if have && next.Before(w.now) {
-		next = w.now // due already (a zero instant means at once)
+	switch {
+	case next == nil:
+		return time.Time{}
+	case next.before(&w.now):
+		return w.now.t // due already (a zero instant means at once)
+	default:
+		return next.t
 	}
-	return next
 }
 
 // Drain starts a graceful stop: the worker claims nothing more, adopts
@@ -370,7 +376,7 @@ func (w *Worker) Owned() int { return len(w.order) }
 func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 
 // claim asks the store for due streams, as many as there is room for.
-func (w *Worker) claim(ctx context.Context, now time.Time) {
+func (w *Worker) claim(ctx context.Context, now *stamp) {
 	w.claimAt = w.nextPoll(now)
 	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
 	if err != nil {
@@ -386,15 +392,15 @@ func (w *Worker) claim(ctx context.Context, now time.Time) {
 
 // purge deletes settled records past the retention, a page at a time;
 // a full page means more are due, so it comes back at the next poll.
-func (w *Worker) purge(ctx context.Context, now time.Time) {
-	w.purgeAt = now.Add(w.cfg.RetentionEvery)
+func (w *Worker) purge(ctx context.Context, now *stamp) {
+	w.purgeAt = now.add(w.cfg.RetentionEvery)
 	n, err := w.cfg.Store.DeleteSettled(ctx, w.cfg.Retention, w.cfg.PageSize)
 	if err != nil {
 		w.observe(Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
 		return
 	}
 	if n == w.cfg.PageSize {
-		w.purgeAt = now.Add(min(w.cfg.Poll, w.cfg.RetentionEvery))
+		w.purgeAt = now.add(min(w.cfg.Poll, w.cfg.RetentionEvery))
 	}
 	if n > 0 {
 		w.observe(Event{Kind: Purged, Count: n})
@@ -402,7 +408,7 @@ func (w *Worker) purge(ctx context.Context, now time.Time) {
 }
 
 // adoptLease takes over a stream the store granted.
-func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
+func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
 	if old := w.streams[l.Stream]; old != nil {
 		// The store granted a stream this worker thought it still held:
 		// its clock ran slower than the margin allows. The old lease is
