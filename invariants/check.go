@@ -124,6 +124,7 @@ type ref struct {
 func (k *Checker) Check(run Run) []Violation {
 	c, p := &k.c, &k.p
 	k.ids.reset()
+	k.workers.ready() // kept from run to run, not reset
 	c.reset(run, &k.ids)
 	p.reset(run, &k.ids, &k.workers)
 	if p.fail == nil {
@@ -171,15 +172,21 @@ var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
 	// Discarded and WriteRejected: judged by nothing the checker numbers.
 }
 
-// refOf numbers e's event and worker, for the kinds that have them.
+// refOf numbers e's event and worker, for the kinds that have them. It
+// runs on every entry: names.cached is inlined, names.miss called only
+// where it fails.
 func (k *Checker) refOf(e *Entry) ref {
 	at := ref{ev: -1, id: -1, wk: -1}
 	a := about[e.Kind]
 	if a&aboutWorker != 0 {
-		at.wk = k.workers.of(e.Worker)
+		if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+			at.wk = k.workers.miss(e.Worker)
+		}
 	}
 	if a&aboutEvent != 0 {
-		at.id = k.ids.of(e.ID)
+		if at.id = k.ids.cached(e.ID); at.id < 0 {
+			at.id = k.ids.miss(e.ID)
+		}
 		at.ev = at.id
 		if e.Kind == Persisted && e.Record.ID != e.ID {
 			at.ev = k.ids.of(e.Record.ID)
