@@ -94,6 +94,13 @@ func identityOf(r *machine.Record) identity {
 	return identity{seq: r.Seq, acceptedAt: r.AcceptedAt, payload: r.Payload}
 }
 
+// sameTime reports whether a and b are the same instant, as a.Equal(b)
+// does, but settles the usual case, a copy of the same value, inline: a
+// record's acceptance time is compared on every write of it.
+func sameTime(a, b time.Time) bool {
+	return a == b || a.Equal(b)
+}
+
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
@@ -188,7 +195,7 @@ func (k *Checker) refOf(e *Entry) ref {
 			at.id = k.ids.miss(e.ID)
 		}
 		at.ev = at.id
-		if e.Kind == Persisted && e.Record.ID != e.ID {
+		if e.Kind == Persisted && !same(e.Record.ID, e.ID) && e.Record.ID != e.ID {
 			at.ev = k.ids.of(e.Record.ID)
 		}
 	}
@@ -324,7 +331,7 @@ func (c *checker) persisted(e *Entry, at ref) {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
-		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
+		if !v.rewritten && (!sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
 			v.rewritten = true // reported once
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
@@ -480,9 +487,9 @@ func (c *checker) final() {
 		v, id := &c.views[ev], c.ids.list[ev]
 		i := finalOf[ev]
 		ok := i >= 0
-		var r machine.Record
+		r := &machine.Record{} // not allocated: it does not escape
 		if ok {
-			r = c.run.Final[i]
+			r = &c.run.Final[i]
 		}
 		switch {
 		case !ok && v.everDead:
@@ -492,14 +499,14 @@ func (c *checker) final() {
 			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
 			continue
 		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
-			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(r))
+			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(*r))
 		case r.State == machine.Delivered && v.applied == 0:
 			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
 		case !r.State.Terminal() && c.run.Finished:
-			c.fail(Liveness, id, -1, "still %s when the run finished", describe(r))
+			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
 			continue
 		}
-		c.liveness(id, v, r, end)
+		c.liveness(id, v, end)
 	}
 }
 
@@ -524,7 +531,7 @@ func (c *checker) indexFinal() []int {
 }
 
 // liveness checks that the event settled by its deadline.
-func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
+func (c *checker) liveness(id string, v *eventView, end time.Time) {
 	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)

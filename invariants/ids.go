@@ -76,10 +76,17 @@ func (n *names) reset() {
 // inlined: where it returns -1, miss does the rest.
 func (n *names) cached(s string) int {
 	r := &n.recent[n.slot(s)]
+	// same(r.s, s), written out to stay within the inlining budget.
 	if len(r.s) == len(s) && unsafe.StringData(r.s) == unsafe.StringData(s) {
 		return r.plus - 1 // -1 for an empty slot
 	}
 	return -1
+}
+
+// same reports whether a and b are the same string: the same bytes, not
+// merely equal ones. It is inlined, where a == b calls the runtime.
+func same(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // of returns the number of s, giving it the next one if it has none.

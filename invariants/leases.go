@@ -82,6 +82,12 @@ func (p *policy) leaseValid(e *Entry) {
 	if e.Token == 0 {
 		return
 	}
+	if e.Token == p.newest && p.newestKnown { // nearly every write
+		if until := p.newestLease.until; !e.At.Before(until) {
+			p.fail(Leases, e.ID, e.Step, "%s wrote under token %d %v after it expired", e.Worker, e.Token, e.At.Sub(until))
+		}
+		return
+	}
 	l, ok := p.leaseOf(e.Token)
 	switch {
 	case !ok:
@@ -146,12 +152,9 @@ func (p *policy) clearPending() {
 
 // duplicateChanged judges a record persisted while a re-offer of its ID
 // is being answered: the offer may change nothing of its identity.
-func (p *policy) duplicateChanged(e *Entry, at ref, v *policyEvent) {
-	if !p.events[at.id].pending {
-		return
-	}
-	r := e.Record
-	if r.Seq != v.first.seq || !r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload) {
+func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
+	r := &e.Record
+	if r.Seq != v.first.seq || !sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload) {
 		p.fail(Producers, e.ID, e.Step, "a re-offer of an acknowledged ID changed its record (seq, acceptance time or payload)")
 	}
 }
