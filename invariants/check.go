@@ -142,9 +142,6 @@ func (k *Checker) Check(run Run) []Violation {
 	for i := range run.Entries {
 		e := &run.Entries[i]
 		at := k.refOf(e)
-		if len(k.ids.list) > len(c.views) || len(k.workers.list) > len(c.workers) {
-			k.room()
-		}
 		p.entry(e, at)
 		c.entry(e, at)
 	}
@@ -180,26 +177,38 @@ var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
 }
 
 // refOf numbers e's event and worker, for the kinds that have them. It
-// runs on every entry: names.cached is inlined, names.miss called only
-// where it fails.
+// runs on every entry: names.cached is inlined, and what it does not find
+// goes to k.miss.
 func (k *Checker) refOf(e *Entry) ref {
 	at := ref{ev: -1, id: -1, wk: -1}
 	a := about[e.Kind]
 	if a&aboutWorker != 0 {
 		if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-			at.wk = k.workers.miss(e.Worker)
+			at.wk = k.miss(&k.workers, e.Worker)
 		}
 	}
 	if a&aboutEvent != 0 {
 		if at.id = k.ids.cached(e.ID); at.id < 0 {
-			at.id = k.ids.miss(e.ID)
+			at.id = k.miss(&k.ids, e.ID)
 		}
 		at.ev = at.id
 		if e.Kind == Persisted && !same(e.Record.ID, e.ID) && e.Record.ID != e.ID {
-			at.ev = k.ids.of(e.Record.ID)
+			if at.ev = k.ids.cached(e.Record.ID); at.ev < 0 {
+				at.ev = k.miss(&k.ids, e.Record.ID)
+			}
 		}
 	}
 	return at
+}
+
+// miss numbers s by n, which cached did not find it in, and gives a string
+// numbered for the first time its state: only a miss can number one.
+func (k *Checker) miss(n *names, s string) int {
+	i := n.miss(s)
+	if len(k.ids.list) > len(k.c.views) || len(k.workers.list) > len(k.c.workers) {
+		k.room()
+	}
+	return i
 }
 
 // reset readies c for run, keeping the room its slices have.

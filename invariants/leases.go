@@ -8,7 +8,7 @@ import (
 )
 
 // leases follows the store's grants: the newest token, and each token's
-// holder and expiry as the store last reported it.
+// expiry as the store last reported it.
 type leases struct {
 	newest uint64
 	// tokens holds every token's lease but the newest's, which nearly
@@ -19,9 +19,10 @@ type leases struct {
 	newestKnown bool
 }
 
+// lease is what the checker reads of a lease: when it expires. (Who holds
+// it is on every entry written under it.)
 type lease struct {
-	worker string
-	until  time.Time
+	until time.Time
 }
 
 func (p *policy) lease(e *Entry, at ref) {
@@ -34,7 +35,7 @@ func (p *policy) lease(e *Entry, at ref) {
 		if e.Token > p.newest {
 			p.supersede(e.Token)
 		}
-		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
+		p.setLease(e.Token, lease{until: e.Until})
 		w.held = e.Token
 	case LeaseRenewed:
 		if held := w.held; e.Token != held {
@@ -44,7 +45,7 @@ func (p *policy) lease(e *Entry, at ref) {
 		if ok && e.Until.Before(l.until) {
 			p.fail(Leases, "", e.Step, "%s's renewal moved the expiry of token %d %v earlier", e.Worker, e.Token, l.until.Sub(e.Until))
 		}
-		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
+		p.setLease(e.Token, lease{until: e.Until})
 	}
 }
 
