@@ -59,10 +59,15 @@ func (n *names) ready() {
 
 // reset forgets every number, keeping the room.
 func (n *names) reset() {
+	n.ready()
+	// Every string recent holds is in list, in its slot: emptying those
+	// slots empties recent, at the cost of the run's strings, not of the
+	// largest table an earlier run needed.
+	for _, s := range n.list {
+		n.recent[n.slot(s)] = recentName{}
+	}
 	clear(n.list) // let the last run's strings go
 	n.list = n.list[:0]
-	n.ready()
-	clear(n.recent)
 	if n.indexed {
 		clear(n.index)
 		n.indexed = false
