@@ -40,8 +40,8 @@ const (
 )
 
 // slot returns the index of s's slot in recent, from its length and last
-// three bytes, which tell apart up to recentMax IDs that count in decimal
-// (e001, e002, ...): consecutive numbers pick consecutive slots.
+// three bytes, which tell apart up to 1000 IDs that count in decimal (e001,
+// e002, ...): consecutive numbers pick consecutive slots.
 func (n *names) slot(s string) int {
 	h := len(s)
 	if l := len(s); l >= 3 {
