@@ -94,6 +94,13 @@ func identityOf(r *machine.Record) identity {
 	return identity{seq: r.Seq, acceptedAt: r.AcceptedAt, payload: r.Payload}
 }
 
+// sameTime reports whether a and b are the same instant, as a.Equal(b)
+// does, but settles the usual case, a copy of the same value, inline: a
+// record's acceptance time is compared on every write of it.
+func sameTime(a, b time.Time) bool {
+	return a == b || a.Equal(b)
+}
+
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
@@ -124,6 +131,7 @@ type ref struct {
 func (k *Checker) Check(run Run) []Violation {
 	c, p := &k.c, &k.p
 	k.ids.reset()
+	k.workers.ready() // kept from run to run, not reset
 	c.reset(run, &k.ids)
 	p.reset(run, &k.ids, &k.workers)
 	if p.fail == nil {
@@ -134,9 +142,6 @@ func (k *Checker) Check(run Run) []Violation {
 	for i := range run.Entries {
 		e := &run.Entries[i]
 		at := k.refOf(e)
-		if len(k.ids.list) > len(c.views) || len(k.workers.list) > len(c.workers) {
-			k.room()
-		}
 		p.entry(e, at)
 		c.entry(e, at)
 	}
@@ -171,21 +176,39 @@ var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
 	// Discarded and WriteRejected: judged by nothing the checker numbers.
 }
 
-// refOf numbers e's event and worker, for the kinds that have them.
+// refOf numbers e's event and worker, for the kinds that have them. It
+// runs on every entry: names.cached is inlined, and what it does not find
+// goes to k.miss.
 func (k *Checker) refOf(e *Entry) ref {
 	at := ref{ev: -1, id: -1, wk: -1}
 	a := about[e.Kind]
 	if a&aboutWorker != 0 {
-		at.wk = k.workers.of(e.Worker)
+		if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+			at.wk = k.miss(&k.workers, e.Worker)
+		}
 	}
 	if a&aboutEvent != 0 {
-		at.id = k.ids.of(e.ID)
+		if at.id = k.ids.cached(e.ID); at.id < 0 {
+			at.id = k.miss(&k.ids, e.ID)
+		}
 		at.ev = at.id
-		if e.Kind == Persisted && e.Record.ID != e.ID {
-			at.ev = k.ids.of(e.Record.ID)
+		if e.Kind == Persisted && !same(e.Record.ID, e.ID) && e.Record.ID != e.ID {
+			if at.ev = k.ids.cached(e.Record.ID); at.ev < 0 {
+				at.ev = k.miss(&k.ids, e.Record.ID)
+			}
 		}
 	}
 	return at
+}
+
+// miss numbers s by n, which cached did not find it in, and gives a string
+// numbered for the first time its state: only a miss can number one.
+func (k *Checker) miss(n *names, s string) int {
+	i := n.miss(s)
+	if len(k.ids.list) > len(k.c.views) || len(k.workers.list) > len(k.c.workers) {
+		k.room()
+	}
+	return i
 }
 
 // reset readies c for run, keeping the room its slices have.
@@ -317,7 +340,7 @@ func (c *checker) persisted(e *Entry, at ref) {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
-		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
+		if !v.rewritten && (!sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
 			v.rewritten = true // reported once
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
@@ -473,9 +496,9 @@ func (c *checker) final() {
 		v, id := &c.views[ev], c.ids.list[ev]
 		i := finalOf[ev]
 		ok := i >= 0
-		var r machine.Record
+		r := &machine.Record{} // not allocated: it does not escape
 		if ok {
-			r = c.run.Final[i]
+			r = &c.run.Final[i]
 		}
 		switch {
 		case !ok && v.everDead:
@@ -485,14 +508,14 @@ func (c *checker) final() {
 			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
 			continue
 		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
-			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(r))
+			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(*r))
 		case r.State == machine.Delivered && v.applied == 0:
 			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
 		case !r.State.Terminal() && c.run.Finished:
-			c.fail(Liveness, id, -1, "still %s when the run finished", describe(r))
+			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
 			continue
 		}
-		c.liveness(id, v, r, end)
+		c.liveness(id, v, end)
 	}
 }
 
@@ -517,7 +540,7 @@ func (c *checker) indexFinal() []int {
 }
 
 // liveness checks that the event settled by its deadline.
-func (c *checker) liveness(id string, v *eventView, r machine.Record, end time.Time) {
+func (c *checker) liveness(id string, v *eventView, end time.Time) {
 	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)

@@ -3,21 +3,23 @@ package invariants
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
 // TestNamesNumberInOrderOfFirstSight: names gives the numbers a plain map
 // would, 0, 1, 2, ... in order of first sight, whatever its recent slots
-// hold: strings that share a slot (the same last two bytes and length,
+// hold: strings that share a slot (the same last three bytes and length,
 // or lengths that differ by the slot count), empty and one-byte strings,
-// repeats near and far, across resets.
+// equal strings in other bytes, repeats near and far, more strings than
+// slots, across resets.
 func TestNamesNumberInOrderOfFirstSight(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pool := []string{"", "a", "b", "ab", "ba", "e001", "e101", "x001", "e002", "e0001"}
-	for i := range 300 {
+	for i := range 700 {
 		pool = append(pool, fmt.Sprintf("e%03d", i), fmt.Sprintf("id-%d-%d", rng.IntN(5), i%10))
 	}
-	pool = append(pool, string(make([]byte, recentSlots)), string(make([]byte, 2*recentSlots)))
+	pool = append(pool, string(make([]byte, recentMax)), string(make([]byte, 2*recentMax)))
 	var n names
 	for round := range 20 {
 		n.reset()
@@ -26,6 +28,9 @@ func TestNamesNumberInOrderOfFirstSight(t *testing.T) {
 			s := pool[rng.IntN(len(pool))]
 			if rng.IntN(3) == 0 { // a run of the same string
 				s = pool[rng.IntN(4)]
+			}
+			if rng.IntN(4) == 0 { // equal, but not the same bytes
+				s = strings.Clone(s)
 			}
 			w, ok := want[s]
 			if !ok {

@@ -8,7 +8,7 @@ import (
 )
 
 // leases follows the store's grants: the newest token, and each token's
-// holder and expiry as the store last reported it.
+// expiry as the store last reported it.
 type leases struct {
 	newest uint64
 	// tokens holds every token's lease but the newest's, which nearly
@@ -19,9 +19,10 @@ type leases struct {
 	newestKnown bool
 }
 
+// lease is what the checker reads of a lease: when it expires. (Who holds
+// it is on every entry written under it.)
 type lease struct {
-	worker string
-	until  time.Time
+	until time.Time
 }
 
 func (p *policy) lease(e *Entry, at ref) {
@@ -34,7 +35,7 @@ func (p *policy) lease(e *Entry, at ref) {
 		if e.Token > p.newest {
 			p.supersede(e.Token)
 		}
-		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
+		p.setLease(e.Token, lease{until: e.Until})
 		w.held = e.Token
 	case LeaseRenewed:
 		if held := w.held; e.Token != held {
@@ -44,7 +45,7 @@ func (p *policy) lease(e *Entry, at ref) {
 		if ok && e.Until.Before(l.until) {
 			p.fail(Leases, "", e.Step, "%s's renewal moved the expiry of token %d %v earlier", e.Worker, e.Token, l.until.Sub(e.Until))
 		}
-		p.setLease(e.Token, lease{worker: e.Worker, until: e.Until})
+		p.setLease(e.Token, lease{until: e.Until})
 	}
 }
 
@@ -80,6 +81,12 @@ func (p *policy) leaseOf(token uint64) (lease, bool) {
 // not judged.
 func (p *policy) leaseValid(e *Entry) {
 	if e.Token == 0 {
+		return
+	}
+	if e.Token == p.newest && p.newestKnown { // nearly every write
+		if until := p.newestLease.until; !e.At.Before(until) {
+			p.fail(Leases, e.ID, e.Step, "%s wrote under token %d %v after it expired", e.Worker, e.Token, e.At.Sub(until))
+		}
 		return
 	}
 	l, ok := p.leaseOf(e.Token)
@@ -146,12 +153,9 @@ func (p *policy) clearPending() {
 
 // duplicateChanged judges a record persisted while a re-offer of its ID
 // is being answered: the offer may change nothing of its identity.
-func (p *policy) duplicateChanged(e *Entry, at ref, v *policyEvent) {
-	if !p.events[at.id].pending {
-		return
-	}
-	r := e.Record
-	if r.Seq != v.first.seq || !r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload) {
+func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
+	r := &e.Record
+	if r.Seq != v.first.seq || !sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload) {
 		p.fail(Producers, e.ID, e.Step, "a re-offer of an acknowledged ID changed its record (seq, acceptance time or payload)")
 	}
 }

@@ -269,8 +269,8 @@ func (p *policy) persisted(e *Entry, at ref) {
 		v.seen, v.first = true, identityOf(r)
 		p.blank = machine.Record{NextAt: r.AcceptedAt}
 		prev = &p.blank
-	} else {
-		p.duplicateChanged(e, at, v)
+	} else if p.events[at.id].pending {
+		p.duplicateChanged(e, v) // a re-offer of its ID is being answered
 	}
 	if e.Worker != "store" {
 		p.leaseValid(e)
