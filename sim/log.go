@@ -88,7 +88,7 @@ func (b *buffers) release(s *sim) {
 	clear(l.entries) // drop what the entries point to: payloads, strings
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
-	b.q = queue{heap: s.q.heap[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
+	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
 	clear(s.obs)
 	b.obs = s.obs[:0]
 	clear(b.acked)
