@@ -130,8 +130,9 @@ type sim struct {
 	// end is when the run stops if it has not settled: with no
 	// MaxDuration, one MaxAge, AttemptTimeout and a minute after the
 	// latest acceptance (backpressure can delay acceptances), by which
-	// every event must be terminal.
-	end time.Time
+	// every event must be terminal. It is an offset from Epoch, as the
+	// queue's keys are, so that the loop compares integers.
+	end time.Duration
 
 	// streams are the streams' names; runs their observation logs, by
 	// index, filled from log when the run ends.
@@ -315,26 +316,31 @@ func (s *sim) simulate() error {
 	}
 
 	if w.MaxDuration > 0 {
-		s.end = Epoch.Add(w.MaxDuration)
+		s.end = w.MaxDuration
 	} else {
-		s.end = Epoch.Add(max(lastOffer, w.FaultsEnd) + s.settleWithin())
+		s.end = max(lastOffer, w.FaultsEnd) + s.settleWithin()
 	}
 	for s.q.Len() > 0 {
 		if s.q.foreground == 0 && s.settled() {
 			break // only chores left, and nothing for them to do
 		}
 		h := s.q.next()
-		at := h.at()
-		if at.After(s.end) {
-			s.now, s.elapsed = s.end, s.end.Sub(Epoch)
-			s.note(nil, opStop, dur(s.end.Sub(Epoch)), num(s.q.Len()+1))
+		// Instants are compared as the offsets from Epoch they are kept
+		// as; now moves only when the instant does (many happenings share
+		// one), as Time.Add is not free.
+		at := time.Duration(h.key)
+		if at > s.end {
+			s.now, s.elapsed = Epoch.Add(s.end), s.end
+			s.note(nil, opStop, dur(s.end), num(s.q.Len()+1))
 			break
 		}
-		if at.Before(s.now) {
-			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at.Sub(Epoch), s.now.Sub(Epoch)))
+		if at < s.elapsed {
+			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at, s.elapsed))
 		}
-		s.now, s.elapsed = at, time.Duration(h.key)
-		s.happen(&h)
+		if at != s.elapsed {
+			s.now, s.elapsed = h.at(), at
+		}
+		s.happen(h)
 	}
 	s.slab = s.log.cut(s.runs)
 	for i := range s.runs {
