@@ -471,11 +471,13 @@ func (s *sim) observed(n *node, ev worker.Event) {
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
 	}
-	i := s.streamIndex(ev.Stream)
-	s.obs = observe.Worker(s.obs[:0], n.name, ev)
-	for _, e := range s.obs {
-		s.observeIn(i, e)
-	}
+	// Straight into the log, rather than through a batch copied entry by
+	// entry: an entry is some 260 bytes.
+	l := s.log
+	from := len(l.entries)
+	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
+	l.entries = observe.Worker(l.entries, n.name, ev)
+	l.stamp(s.streamIndex(ev.Stream), from, s.now)
 }
 
 // storeFailed notes a store call the worker saw fail. The simulator's

@@ -242,3 +242,21 @@ func TestAtoiIsStrconv(t *testing.T) {
 		}
 	}
 }
+
+// TestEventIDsAreEventID holds the simulator's own formatting of the
+// workload's IDs, kept across runs, to EventID, below and past the three
+// padded digits, whether a buffer starts empty or extends what it has.
+func TestEventIDsAreEventID(t *testing.T) {
+	var b buffers
+	for _, n := range []int{0, 1, 9, 10, 99, 100, 5, 1001, 1500, 20} {
+		got := b.eventIDs(n)
+		if len(got) != n {
+			t.Fatalf("eventIDs(%d) has %d IDs", n, len(got))
+		}
+		for i, id := range got {
+			if want := EventID(i); id != want {
+				t.Fatalf("eventIDs(%d)[%d] = %q, want %q", n, i, id, want)
+			}
+		}
+	}
+}

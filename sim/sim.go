@@ -146,7 +146,6 @@ type sim struct {
 	buf           *buffers           // this run's, until it ends (result)
 	log           *obsLog            // in buf
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
-	obs           []invariants.Entry // reused by observed
 	trace         []string           // the text of every line, with Options.Trace
 	hash          *xxhash.Digest     // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
@@ -204,7 +203,7 @@ func (s *sim) initStreams() {
 	s.buf = getBuffers(n, 10*w.Events+64)
 	s.log = &s.buf.log
 	s.acked, s.answered = s.buf.acked, s.buf.answered
-	s.q, s.obs = s.buf.q, s.buf.obs
+	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
 		s.streams[i] = StreamName(i, n)
@@ -236,6 +235,33 @@ func (s *sim) streamIndex(name string) int {
 	}
 	i, _ := atoi(strings.TrimPrefix(name, "s"))
 	return i - 1
+}
+
+// eventIDs returns EventID(i) for every i below n. They are the same for
+// every run, so the buffers keep them for the next: fmt.Sprintf per event
+// was a sizeable part of a short run. New ones are formatted as EventID
+// does ("e%03d" of i+1) without fmt, into one string they all share.
+func (b *buffers) eventIDs(n int) []string {
+	if len(b.ids) >= n {
+		return b.ids[:n:n]
+	}
+	from := len(b.ids)
+	var text []byte
+	ends := make([]int, 0, n-from) // where each new ID ends in text
+	for i := from; i < n; i++ {
+		text = append(text, 'e')
+		for k := i + 1; k < 100; k *= 10 {
+			text = append(text, '0') // pad to three digits
+		}
+		text = strconv.AppendInt(text, int64(i+1), 10)
+		ends = append(ends, len(text))
+	}
+	all, at := string(text), 0
+	for _, end := range ends {
+		b.ids = append(b.ids, all[at:end])
+		at = end
+	}
+	return b.ids[:n:n]
 }
 
 // atoi is strconv.Atoi, with a fast path for what the simulator parses on
@@ -292,9 +318,8 @@ func (s *sim) simulate() error {
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
 	var lastOffer time.Duration
-	s.ids = make([]string, w.Events)
+	s.ids = s.buf.eventIDs(w.Events)
 	for i := range w.Events {
-		s.ids[i] = EventID(i)
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
 		s.q.scheduleOffer(Epoch.Add(at), doOffer, i, 1)
@@ -656,7 +681,7 @@ func (s *sim) result() Result {
 		slab:       s.slab,
 	}
 	s.buf.release(s)
-	s.buf, s.log, s.acked, s.answered, s.obs = nil, nil, nil, nil, nil
+	s.buf, s.log, s.acked, s.answered = nil, nil, nil, nil
 	s.q = queue{}
 	return res
 }
