@@ -328,7 +328,7 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 	if inc != n.inc || n.down {
 		return
 	}
-	r := s.w.Restarts
+	r := &s.w.Restarts
 	if len(fx.Sends) > 0 && s.faulty() && s.stats.Crashes < r.MaxCrashes && chance(s.rRestart, r.CrashAfterPersistRate) {
 		s.stats.Crashes++
 		s.coverAll(FaultCrash)

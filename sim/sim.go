@@ -554,11 +554,13 @@ func (s *sim) answer(f *flight, which uint8) {
 	if which == answerTimeout {
 		outcome, retryAfter, why = machine.OutcomeTimedOut, 0, "client timeout"
 	}
-	if s.answered[f.key] {
+	// One hashing of the key, not a look-up and then an insertion: the
+	// map grows only if the key was not in it.
+	had := len(s.answered)
+	if s.answered[f.key] = true; len(s.answered) == had {
 		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
 		return
 	}
-	s.answered[f.key] = true
 	if why != "" {
 		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
 	}
