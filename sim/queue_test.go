@@ -271,3 +271,19 @@ func TestEventIDsAreEventID(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamIndexIsStreamName holds streamIndex to StreamName for worlds
+// of one stream, of up to 99 (the fast path) and of more.
+func TestStreamIndexIsStreamName(t *testing.T) {
+	for _, n := range []int{1, 2, 10, 99, 100, 150} {
+		s := &sim{streams: make([]string, n)}
+		for i := range n {
+			s.streams[i] = StreamName(i, n)
+		}
+		for i, name := range s.streams {
+			if got := s.streamIndex(name); got != i {
+				t.Fatalf("with %d streams, streamIndex(%q) = %d, want %d", n, name, got, i)
+			}
+		}
+	}
+}

@@ -233,6 +233,13 @@ func (s *sim) streamIndex(name string) int {
 	if len(s.streams) == 1 {
 		return 0
 	}
+	// "s01" to "s99", as StreamName names all but the largest worlds'
+	// streams: every observation of a worker asks.
+	if len(name) == 3 && name[0] == 's' {
+		if hi, lo := name[1]-'0', name[2]-'0'; hi <= 9 && lo <= 9 {
+			return int(hi)*10 + int(lo) - 1
+		}
+	}
 	i, _ := atoi(strings.TrimPrefix(name, "s"))
 	return i - 1
 }
