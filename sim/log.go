@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sync"
+	"time"
 
 	"github.com/courierlab/courier/invariants"
 )
@@ -25,11 +26,11 @@ type obsLog struct {
 type buffers struct {
 	log      obsLog
 	q        queue // its slices only
-	obs      []invariants.Entry
 	acked    map[string]bool
 	answered map[attemptKey]bool
 	flights  arena[flight]
 	probes   arena[probing]
+	ids      []string // EventID(i) at i, kept across runs (eventIDs)
 }
 
 // arena hands out values of a run that live until it ends (a send's
@@ -88,9 +89,7 @@ func (b *buffers) release(s *sim) {
 	clear(l.entries) // drop what the entries point to: payloads, strings
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
-	b.q = queue{heap: s.q.heap[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
-	clear(s.obs)
-	b.obs = s.obs[:0]
+	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
 	clear(b.acked)
 	clear(b.answered)
 	b.flights.reset()
@@ -147,15 +146,31 @@ var (
 func (l *obsLog) add(i int, e *invariants.Entry) {
 	e.Step = l.counts[i]
 	l.counts[i]++
-	if len(l.entries) == cap(l.entries) {
-		// Double: append grows a long slice by a quarter at a time, which
-		// copies a long run's log several times over.
-		grown := make([]invariants.Entry, len(l.entries), 2*cap(l.entries)+64)
+	l.reserve(1)
+	l.entries = append(l.entries, *e)
+	l.streams = append(l.streams, int32(i))
+}
+
+// reserve makes room for n more entries without an append growing the
+// buffer: it doubles it instead, as append grows a long slice by a
+// quarter at a time, which copies a long run's log several times over.
+func (l *obsLog) reserve(n int) {
+	if len(l.entries)+n > cap(l.entries) {
+		grown := make([]invariants.Entry, len(l.entries), 2*cap(l.entries)+n+64)
 		copy(grown, l.entries)
 		l.entries = grown
 	}
-	l.entries = append(l.entries, *e)
-	l.streams = append(l.streams, int32(i))
+}
+
+// stamp logs the entries from index from on, appended to the buffer
+// directly, in stream i's log at instant at, numbering them.
+func (l *obsLog) stamp(i int, from int, at time.Time) {
+	for j := from; j < len(l.entries); j++ {
+		e := &l.entries[j]
+		e.At, e.Step = at, l.counts[i]
+		l.counts[i]++
+		l.streams = append(l.streams, int32(i))
+	}
 }
 
 // cut hands each run its stream's entries, in order, all in one slab (a

@@ -70,7 +70,13 @@ func (n *node) owner() string {
 }
 
 // clock is the node's reading of the virtual clock, skew included.
-func (n *node) clock(now time.Time) time.Time { return now.Add(n.skew) }
+// Most nodes have none, and Time.Add is not free.
+func (n *node) clock(now time.Time) time.Time {
+	if n.skew == 0 {
+		return now
+	}
+	return now.Add(n.skew)
+}
 
 // workers is the cluster a world runs: World.Cluster, or the single
 // sender as a cluster of one.
@@ -155,7 +161,7 @@ func (s *sim) boot(n *node) {
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
-		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, ev) }),
+		Observer:    &nodeObserver{s, n},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
@@ -242,7 +248,10 @@ func (s *sim) reschedule(n *node) {
 	if next.IsZero() {
 		return
 	}
-	at := next.Add(-n.skew)
+	at := next
+	if n.skew != 0 {
+		at = next.Add(-n.skew)
+	}
 	if at.Before(s.now) {
 		at = s.now
 	}
@@ -319,7 +328,7 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 	if inc != n.inc || n.down {
 		return
 	}
-	r := s.w.Restarts
+	r := &s.w.Restarts
 	if len(fx.Sends) > 0 && s.faulty() && s.stats.Crashes < r.MaxCrashes && chance(s.rRestart, r.CrashAfterPersistRate) {
 		s.stats.Crashes++
 		s.coverAll(FaultCrash)
@@ -360,7 +369,7 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	for _, x := range sends {
 		s.stats.Sends++
-		s.observe(invariants.Entry{Kind: invariants.Sent, Worker: n.name, Token: x.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt.Attempt})
+		s.observe(&invariants.Entry{Kind: invariants.Sent, Worker: n.name, Token: x.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt.Attempt})
 		s.send(n, x)
 	}
 	for _, p := range probes {
@@ -413,7 +422,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	s.stats.Restarts++
 	s.coverAll(FaultWorkerCrash)
 	s.note(n, opCrash, dur(down))
-	s.observeAll(invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
+	s.observeAll(&invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
 	n.down, n.w = true, nil
 	n.inc++
 	n.wake++
@@ -430,7 +439,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 // observations (internal/record, the mapping every recorder shares), at
 // the virtual instant. Sends are observed when they leave (call), which a
 // pause may delay past the worker's handing them out.
-func (s *sim) observed(n *node, ev worker.Event) {
+func (s *sim) observed(n *node, ev *worker.Event) {
 	switch ev.Kind {
 	case worker.Persisted:
 		for i := range ev.Records {
@@ -462,21 +471,33 @@ func (s *sim) observed(n *node, ev worker.Event) {
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
 	}
-	i := s.streamIndex(ev.Stream)
-	s.obs = observe.Worker(s.obs[:0], n.name, ev)
-	for _, e := range s.obs {
-		s.observeIn(i, e)
-	}
+	// Straight into the log, rather than through a batch copied entry by
+	// entry: an entry is some 260 bytes.
+	l := s.log
+	from := len(l.entries)
+	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
+	l.entries = observe.Worker(l.entries, n.name, *ev)
+	l.stamp(s.streamIndex(ev.Stream), from, s.now)
 }
+
+// nodeObserver is node n's worker's Observer. It is a type of its own
+// rather than an ObserverFunc around a closure: an event (some 200
+// bytes) is then copied once on its way to observed, not three times.
+type nodeObserver struct {
+	s *sim
+	n *node
+}
+
+func (o *nodeObserver) Observe(ev worker.Event) { o.s.observed(o.n, &ev) }
 
 // storeFailed notes a store call the worker saw fail. The simulator's
 // store fails only as injected (unavailable) or as the contract says
 // (a stale lease, an invalid write); anything else is a bug.
-func (s *sim) storeFailed(n *node, ev worker.Event) {
+func (s *sim) storeFailed(n *node, ev *worker.Event) {
 	switch {
 	case errors.Is(ev.Err, store.ErrInvalidWrite):
 		s.note(n, opWriteRejected, str(ev.Err.Error()))
-		s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
+		s.observeIn(s.streamIndex(ev.Stream), &invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
 	case errors.Is(ev.Err, store.ErrUnavailable):
 		s.note(n, opStoreRefusal, str(ev.Op))
 		s.coverAll(FaultStoreRefusal)
@@ -498,8 +519,8 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 	if r.State.Terminal() {
 		s.lastSettle = s.now
 	}
-	if by := r.AcceptedAt.Add(s.settleWithin()); s.w.MaxDuration == 0 && by.After(s.end) {
-		s.end = by
+	if s.w.MaxDuration == 0 {
+		s.end = max(s.end, sinceEpoch(r.AcceptedAt)+s.settleWithin())
 	}
 }
 
@@ -525,7 +546,7 @@ func (ns nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duratio
 		s := ns.s
 		s.newestToken = max(s.newestToken, l.Token)
 		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
-		s.observeIn(s.streamIndex(l.Stream), invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
+		s.observeIn(s.streamIndex(l.Stream), &invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
 	}
 	return ls, err
 }
@@ -541,11 +562,11 @@ func (ns nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration)
 		return nl, ns.fenced(err)
 	}
 	i := s.streamIndex(l.Stream)
-	s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: nl.Token, Until: nl.Expires, Detail: ns.n.owner()})
+	s.observeIn(i, &invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: nl.Token, Until: nl.Expires, Detail: ns.n.owner()})
 	if min := s.cfg.RenewTTLMin; min > 0 {
 		again, err := ns.Store.Renew(ctx, nl, between(s.rLease, min, ttl))
 		if err == nil {
-			s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: again.Token, Until: again.Expires, Detail: ns.n.owner()})
+			s.observeIn(i, &invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: again.Token, Until: again.Expires, Detail: ns.n.owner()})
 		}
 	}
 	return nl, nil
@@ -573,19 +594,19 @@ func (s *sim) enqueue(id string, payload []byte) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
 		}
 		s.note(nil, opEnqueueRefused, str(id))
-		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
+		s.observe(&invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
 		s.cover(FaultStoreRefusal, id)
 		return
 	}
 	if created {
 		s.persisted(nil, rec)
-		s.observe(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: *rec})
+		s.observe(&invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: *rec})
 		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
 		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
 		s.stats.DuplicateAcks++
 	}
-	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
+	s.observe(&invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
 	s.acked[id] = true
 	if n := s.nodes[0]; !n.down && n.w != nil {
 		n.w.Notify(stream)

@@ -67,21 +67,36 @@ func (a *slot) before(b *slot) bool {
 	return a.seq < b.seq
 }
 
-// queue is a binary min-heap of happenings: slots compared by two
-// integers, payloads held by value in a slab apart, their places reused.
-// Scheduling one allocates nothing but its closure, if it has one.
+// queue holds the pending happenings: slots compared by two integers, in
+// a binary min-heap and a sorted run beside it, payloads held by value in
+// a slab apart, their places reused. Scheduling one allocates nothing but
+// its closure, if it has one.
+//
+// A happening scheduled no earlier than the run's last one joins the end
+// of the run, which then stays sorted (its scheduling order is later
+// too), instead of the heap. The workload's offers, scheduled in order at
+// the start, and timeouts a fixed delay after them, land there: the heap
+// is left with fewer slots, and a run costs one comparison to join and to
+// leave. The next happening is the earlier of the heap's first and the
+// run's first, so the order is the same as with the heap alone.
 type queue struct {
 	heap     []slot
+	run      []slot // run[runAt:] pending, in order
+	runAt    int
 	payloads []happening
 	free     []int32 // places in payloads not in use
-	seq      uint64
+	// held is one more than the place of the happening next returned
+	// last, given back at the following next; 0 if none, so that the zero
+	// queue is ready.
+	held int32
+	seq  uint64
 	// foreground counts the pending happenings that are not background
 	// chores (a worker's periodic poll): a run with only chores left has
 	// nothing more to happen unless there is still work in the store.
 	foreground int
 }
 
-func (q *queue) Len() int { return len(q.heap) }
+func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt }
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
@@ -161,46 +176,109 @@ func (q *queue) push(x happening) {
 		q.payloads = append(q.payloads, x)
 	}
 	q.seq++
-	q.heap = append(q.heap, slot{key: x.key, seq: q.seq, slot: at})
-	h := q.heap
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h[i].before(&h[parent]) {
-			break
-		}
-		h[i], h[parent] = h[parent], h[i]
-		i = parent
+	if n := len(q.run); n == q.runAt || x.key >= q.run[n-1].key {
+		q.run = append(q.run, slot{key: x.key, seq: q.seq, slot: at})
+		return
 	}
+	q.up(slot{key: x.key, seq: q.seq, slot: at})
 }
 
-func (q *queue) next() happening {
+// up adds s to the heap: a hole climbs from the end while s goes before
+// its parent, each parent moving down into it once, and s fills it.
+func (q *queue) up(s slot) {
+	q.heap = append(q.heap, s)
 	h := q.heap
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		small, l, r := i, 2*i+1, 2*i+2
-		if l < n && h[l].before(&h[small]) {
-			small = l
-		}
-		if r < n && h[r].before(&h[small]) {
-			small = r
-		}
-		if small == i {
+	i := len(h) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !s.before(&h[parent]) {
 			break
 		}
-		h[i], h[small] = h[small], h[i]
-		i = small
+		h[i] = h[parent]
+		i = parent
 	}
-	q.heap = h
-	x := q.payloads[top.slot]
-	q.payloads[top.slot] = happening{} // drop the closure and the node
-	q.free = append(q.free, top.slot)
+	h[i] = s
+}
+
+// next removes the earliest happening and returns it. The pointer is
+// into the queue's own slab and stays valid until the following call of
+// next, which only then gives its place back for reuse: the caller reads
+// the happening where it is, without copying it out. Happenings pushed
+// meanwhile may move the slab (append), but not this one's value: its
+// place is not free, so nothing writes it, and the pointer keeps the old
+// slab it may still point into alive.
+func (q *queue) next() *happening {
+	if q.held > 0 {
+		// Its pointers are not dropped: the place is overwritten when it
+		// is reused, and the run's end clears the slab (buffers.release).
+		q.free = append(q.free, q.held-1)
+	}
+	top := q.first()
+	q.held = top + 1
+	x := &q.payloads[top]
 	if !x.background {
 		q.foreground--
 	}
 	return x
+}
+
+// first removes the earliest slot, the run's first or the heap's, and
+// returns its place in payloads.
+func (q *queue) first() int32 {
+	if q.runAt < len(q.run) {
+		r := q.run[q.runAt]
+		if len(q.heap) == 0 || r.before(&q.heap[0]) {
+			q.runAt++
+			q.trimRun()
+			return r.slot
+		}
+	}
+	return q.down()
+}
+
+// trimRun empties the run once it is all taken, or moves what is left to
+// the front once most of it is, so that it does not grow without end.
+func (q *queue) trimRun() {
+	switch n := len(q.run); {
+	case q.runAt == n:
+		q.run, q.runAt = q.run[:0], 0
+	case q.runAt >= 64 && 2*q.runAt >= n:
+		q.run = q.run[:copy(q.run, q.run[q.runAt:])]
+		q.runAt = 0
+	}
+}
+
+// down removes the heap's first slot and returns its place in payloads.
+// The last slot is taken out and a hole sinks from the root, the earlier
+// child moving up into it at each level, until the last slot goes no
+// later than both children and fills it.
+func (q *queue) down() int32 {
+	h := q.heap
+	top := h[0].slot
+	n := len(h) - 1
+	last := h[n]
+	h = h[:n]
+	q.heap = h
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h[r].before(&h[c]) {
+			c = r
+		}
+		if !h[c].before(&last) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = last
+	return top
 }
 
 // stream returns an independent generator for one part of the world,

@@ -130,8 +130,9 @@ type sim struct {
 	// end is when the run stops if it has not settled: with no
 	// MaxDuration, one MaxAge, AttemptTimeout and a minute after the
 	// latest acceptance (backpressure can delay acceptances), by which
-	// every event must be terminal.
-	end time.Time
+	// every event must be terminal. It is an offset from Epoch, as the
+	// queue's keys are, so that the loop compares integers.
+	end time.Duration
 
 	// streams are the streams' names; runs their observation logs, by
 	// index, filled from log when the run ends.
@@ -145,7 +146,6 @@ type sim struct {
 	buf           *buffers           // this run's, until it ends (result)
 	log           *obsLog            // in buf
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
-	obs           []invariants.Entry // reused by observed
 	trace         []string           // the text of every line, with Options.Trace
 	hash          *xxhash.Digest     // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
@@ -203,7 +203,7 @@ func (s *sim) initStreams() {
 	s.buf = getBuffers(n, 10*w.Events+64)
 	s.log = &s.buf.log
 	s.acked, s.answered = s.buf.acked, s.buf.answered
-	s.q, s.obs = s.buf.q, s.buf.obs
+	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
 		s.streams[i] = StreamName(i, n)
@@ -233,8 +233,42 @@ func (s *sim) streamIndex(name string) int {
 	if len(s.streams) == 1 {
 		return 0
 	}
+	// "s01" to "s99", as StreamName names all but the largest worlds'
+	// streams: every observation of a worker asks.
+	if len(name) == 3 && name[0] == 's' {
+		if hi, lo := name[1]-'0', name[2]-'0'; hi <= 9 && lo <= 9 {
+			return int(hi)*10 + int(lo) - 1
+		}
+	}
 	i, _ := atoi(strings.TrimPrefix(name, "s"))
 	return i - 1
+}
+
+// eventIDs returns EventID(i) for every i below n. They are the same for
+// every run, so the buffers keep them for the next: fmt.Sprintf per event
+// was a sizeable part of a short run. New ones are formatted as EventID
+// does ("e%03d" of i+1) without fmt, into one string they all share.
+func (b *buffers) eventIDs(n int) []string {
+	if len(b.ids) >= n {
+		return b.ids[:n:n]
+	}
+	from := len(b.ids)
+	var text []byte
+	ends := make([]int, 0, n-from) // where each new ID ends in text
+	for i := from; i < n; i++ {
+		text = append(text, 'e')
+		for k := i + 1; k < 100; k *= 10 {
+			text = append(text, '0') // pad to three digits
+		}
+		text = strconv.AppendInt(text, int64(i+1), 10)
+		ends = append(ends, len(text))
+	}
+	all, at := string(text), 0
+	for _, end := range ends {
+		b.ids = append(b.ids, all[at:end])
+		at = end
+	}
+	return b.ids[:n:n]
 }
 
 // atoi is strconv.Atoi, with a fast path for what the simulator parses on
@@ -254,8 +288,10 @@ func atoi(s string) (int, error) {
 	return n, nil
 }
 
-// observe logs e, which names an event, in its stream's log.
-func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
+// observe logs e, which names an event, in its stream's log. Entries are
+// passed by pointer (to a caller's literal, which stays on the stack):
+// one is some 260 bytes, and each copy of it costs.
+func (s *sim) observe(e *invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
 
 // streamOf is the index of event id's stream: EventID(i) goes to stream
 // i mod Streams.
@@ -270,14 +306,14 @@ func (s *sim) streamOf(id string) int {
 	return (i - 1) % len(s.streams)
 }
 
-// observeIn logs e in the log of stream i.
-func (s *sim) observeIn(i int, e invariants.Entry) {
+// observeIn logs e in the log of stream i. It sets e's instant and step.
+func (s *sim) observeIn(i int, e *invariants.Entry) {
 	e.At = s.now
-	s.log.add(i, &e)
+	s.log.add(i, e)
 }
 
 // observeAll logs e, which concerns every stream, in every log.
-func (s *sim) observeAll(e invariants.Entry) {
+func (s *sim) observeAll(e *invariants.Entry) {
 	for i := range s.runs {
 		s.observeIn(i, e)
 	}
@@ -291,9 +327,8 @@ func (s *sim) simulate() error {
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
 	var lastOffer time.Duration
-	s.ids = make([]string, w.Events)
+	s.ids = s.buf.eventIDs(w.Events)
 	for i := range w.Events {
-		s.ids[i] = EventID(i)
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
 		s.q.scheduleOffer(Epoch.Add(at), doOffer, i, 1)
@@ -315,26 +350,31 @@ func (s *sim) simulate() error {
 	}
 
 	if w.MaxDuration > 0 {
-		s.end = Epoch.Add(w.MaxDuration)
+		s.end = w.MaxDuration
 	} else {
-		s.end = Epoch.Add(max(lastOffer, w.FaultsEnd) + s.settleWithin())
+		s.end = max(lastOffer, w.FaultsEnd) + s.settleWithin()
 	}
 	for s.q.Len() > 0 {
 		if s.q.foreground == 0 && s.settled() {
 			break // only chores left, and nothing for them to do
 		}
 		h := s.q.next()
-		at := h.at()
-		if at.After(s.end) {
-			s.now, s.elapsed = s.end, s.end.Sub(Epoch)
-			s.note(nil, opStop, dur(s.end.Sub(Epoch)), num(s.q.Len()+1))
+		// Instants are compared as the offsets from Epoch they are kept
+		// as; now moves only when the instant does (many happenings share
+		// one), as Time.Add is not free.
+		at := time.Duration(h.key)
+		if at > s.end {
+			s.now, s.elapsed = Epoch.Add(s.end), s.end
+			s.note(nil, opStop, dur(s.end), num(s.q.Len()+1))
 			break
 		}
-		if at.Before(s.now) {
-			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at.Sub(Epoch), s.now.Sub(Epoch)))
+		if at < s.elapsed {
+			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at, s.elapsed))
 		}
-		s.now, s.elapsed = at, time.Duration(h.key)
-		s.happen(&h)
+		if at != s.elapsed {
+			s.now, s.elapsed = h.at(), at
+		}
+		s.happen(h)
 	}
 	s.slab = s.log.cut(s.runs)
 	for i := range s.runs {
@@ -385,7 +425,7 @@ func (s *sim) offer(i, copy int) {
 	}
 	s.stats.Offers++
 	s.note(nil, opOffer, str(id), num(copy))
-	s.observe(invariants.Entry{Kind: invariants.Offered, ID: id})
+	s.observe(&invariants.Entry{Kind: invariants.Offered, ID: id})
 	s.cover(FaultDuplicateOffer, id)
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check. The
@@ -498,9 +538,9 @@ func (s *sim) arrive(f *flight) {
 	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
 	switch v {
 	case applied:
-		s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
+		s.observe(&invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
 	case duplicate, fenced:
-		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
+		s.observe(&invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
 	}
 	if f.lose {
 		s.note(nil, opLostAck, str(x.ID), num(attempt))
@@ -521,11 +561,13 @@ func (s *sim) answer(f *flight, which uint8) {
 	if which == answerTimeout {
 		outcome, retryAfter, why = machine.OutcomeTimedOut, 0, "client timeout"
 	}
-	if s.answered[f.key] {
+	// One hashing of the key, not a look-up and then an insertion: the
+	// map grows only if the key was not in it.
+	had := len(s.answered)
+	if s.answered[f.key] = true; len(s.answered) == had {
 		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
 		return
 	}
-	s.answered[f.key] = true
 	if why != "" {
 		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
 	}
@@ -650,7 +692,7 @@ func (s *sim) result() Result {
 		slab:       s.slab,
 	}
 	s.buf.release(s)
-	s.buf, s.log, s.acked, s.answered, s.obs = nil, nil, nil, nil, nil
+	s.buf, s.log, s.acked, s.answered = nil, nil, nil, nil
 	s.q = queue{}
 	return res
 }

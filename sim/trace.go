@@ -130,11 +130,14 @@ const (
 
 // arg is one argument of a trace line. It is passed by value in a variadic
 // slice that does not escape, so recording a line allocates nothing.
+//
+// An instant is held as its offset from Epoch in n, which is what both its
+// encoding and its text are made from, rather than as a time.Time: every
+// argument of every line is zeroed and passed, and most are not instants.
 type arg struct {
 	k   argKind
 	n   uint64
 	s   string
-	t   time.Time
 	rec *machine.Record
 	in  machine.Input
 }
@@ -143,7 +146,7 @@ func str(s string) arg             { return arg{k: kStr, s: s} }
 func num(n int) arg                { return arg{k: kInt, n: uint64(int64(n))} }
 func unum(n uint64) arg            { return arg{k: kUint, n: n} }
 func dur(d time.Duration) arg      { return arg{k: kDur, n: uint64(int64(d))} }
-func instant(t time.Time) arg      { return arg{k: kInstant, t: t} }
+func instant(t time.Time) arg      { return arg{k: kInstant, n: uint64(int64(sinceEpoch(t)))} }
 func record(r *machine.Record) arg { return arg{k: kRecord, rec: r} }
 func input(in machine.Input) arg   { return arg{k: kInput, in: in} }
 
@@ -163,7 +166,8 @@ func (a arg) value() any {
 	case kDur:
 		return time.Duration(int64(a.n))
 	case kInstant:
-		return machine.FormatInstant(a.t, Epoch)
+		// sinceEpoch is t.Sub(Epoch) exactly, and Epoch.Add undoes it.
+		return machine.FormatInstant(Epoch.Add(time.Duration(int64(a.n))), Epoch)
 	case kRecord:
 		return a.rec.Format(Epoch)
 	case kInput:
@@ -235,12 +239,10 @@ func appendArg(b []byte, a *arg) []byte {
 	switch a.k {
 	case kStr:
 		return appendString(b, a.s)
-	case kInt, kDur:
+	case kInt, kDur, kInstant: // an instant as appendInstant encodes it
 		return binary.AppendVarint(b, int64(a.n))
 	case kUint:
 		return binary.AppendUvarint(b, a.n)
-	case kInstant:
-		return appendInstant(b, a.t)
 	case kRecord:
 		return appendRecord(b, a.rec)
 	case kInput:
