@@ -50,6 +50,19 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
+// takeEntry is newEntry, reusing an entry compact dropped if there is one.
+func (m *Machine) takeEntry(r Record) *entry {
+	n := len(m.free)
+	if n == 0 {
+		return newEntry(r)
+	}
+	e := m.free[n-1]
+	m.free[n-1] = nil
+	m.free = m.free[:n-1]
+	*e = entry{rec: r, ti: -1, xi: -1}
+	return e
+}
+
 // deadline is e's Record.Deadline, without copying the record and the
 // config on the hot path of every step.
 func (e *entry) deadline(c *Config) time.Time { return e.rec.AcceptedAt.Add(c.maxAge()) }
@@ -101,6 +114,7 @@ type Machine struct {
 	stats Stats
 	out   Batch
 	dirty []*entry
+	free  []*entry // forgotten entries compact dropped, for takeEntry to reuse
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
 }
@@ -205,7 +219,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
 			continue
 		}
-		e := newEntry(r)
+		e := m.takeEntry(r)
 		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
@@ -304,7 +318,7 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	if m.circuit == Open {
 		state = Parked
 	}
-	e = newEntry(Record{
+	e = m.takeEntry(Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
 		Payload:    clonePayload(in.Payload),
@@ -342,7 +356,7 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 	}
 	r := in.Record
 	r.Payload = clonePayload(r.Payload)
-	e = newEntry(r)
+	e = m.takeEntry(r)
 	e.adopted = true
 	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
@@ -509,8 +523,11 @@ func (m *Machine) advance() {
 	// Attempts that timed out fail, then events past MaxAge die. (Each
 	// entry's outcome depends only on itself and the circuit, and expiry
 	// never touches the circuit, so the order between them is free; the
-	// timeouts go in Seq order all the same.)
-	m.timeouts()
+	// timeouts go in Seq order all the same.) Each kind of work is looked
+	// for here, where the check inlines: most steps have none of it to do.
+	if m.flight.len() > 0 && !m.now.Before(m.flight.items[0].rec.NextAt) {
+		m.timeouts()
+	}
 	if !plant.On(plant.PoisonBlocksForever) {
 		for m.expiry.len() > 0 && !m.now.Before(m.expiry.items[0].deadline(&m.cfg)) {
 			m.kill(m.expiry.items[0], Expired)
@@ -525,12 +542,18 @@ func (m *Machine) advance() {
 	if m.circuit == Open && !m.probeOut && m.queued > 0 && !m.now.Before(m.probeNext) {
 		m.sendProbe()
 	}
-	m.migrate()
+	if m.future.len() > 0 {
+		m.migrate()
+	}
 	if m.circuit == Closed || plant.On(plant.SendWhileOpen) {
 		m.dispatch()
 	}
-	m.forgetOld()
-	m.compact()
+	if m.cfg.KeepSettledFor > 0 {
+		m.forgetOld()
+	}
+	if m.compactDue() {
+		m.compact()
+	}
 	m.out.WakeAt = m.wakeAt()
 }
 
@@ -818,20 +841,30 @@ func (m *Machine) touch(e *entry) {
 	}
 }
 
-// compact drops forgotten entries from all once they are half of it, so
-// that memory follows the idempotency window, not history.
+// compactDue reports whether forgotten entries are half of all (and at
+// least 64), when compact drops them.
+func (m *Machine) compactDue() bool { return m.nForgot >= 64 && 2*m.nForgot >= len(m.all) }
+
+// compact drops forgotten entries from all once they are half of it (see
+// compactDue), so that memory follows the idempotency window, not history. Nothing else
+// points to a forgotten entry (it left the ID index, the window's ring
+// and every heap when it settled), so compact keeps the ones it drops for
+// takeEntry to reuse: in a steady stream with a window, each accept then
+// reuses an entry instead of allocating one, and the free list holds no
+// more than all held before it was compacted.
 func (m *Machine) compact() {
-	if m.nForgot < 64 || 2*m.nForgot < len(m.all) {
-		return
-	}
 	kept, head := 0, 0
 	for i, e := range m.all {
 		if i == m.head {
 			head = kept
 		}
-		if !e.forgotten {
+		switch {
+		case !e.forgotten:
 			m.all[kept] = e
 			kept++
+		case !e.dirty: // one the batch of this step persists is read by flush
+			*e = entry{} // drop its ID and payload
+			m.free = append(m.free, e)
 		}
 	}
 	if m.head >= len(m.all) {
@@ -851,6 +884,13 @@ func (m *Machine) compact() {
 func (m *Machine) flush(out *Batch) {
 	if len(m.dirty) > 1 { // most steps touch one entry
 		slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
+	}
+	// Room for every record at once (Persist is empty here: only flush
+	// fills it), so that a caller that does not recycle its batches, as
+	// the simulator does not, pays one allocation per batch and not one
+	// per doubling.
+	if cap(m.out.Persist) < len(m.dirty) {
+		m.out.Persist = make([]Record, 0, len(m.dirty))
 	}
 	for _, e := range m.dirty {
 		m.out.Persist = append(m.out.Persist, e.rec)
