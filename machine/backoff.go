@@ -70,7 +70,7 @@ func (c Config) ProbeBackoff(k int) time.Duration {
 
 // retryDelay applies a Retry-After hint to the backoff: a valid hint can
 // only postpone, and never beyond MaxRetryAfter.
-func (c Config) retryDelay(id string, n int, retryAfter time.Duration) time.Duration {
+func (c *Config) retryDelay(id string, n int, retryAfter time.Duration) time.Duration {
 	d := c.Backoff(id, n)
 	if c.MaxRetryAfter > 0 && retryAfter > 0 {
 		retryAfter = min(retryAfter, c.MaxRetryAfter)

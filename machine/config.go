@@ -205,8 +205,9 @@ func (c Config) Validate() error {
 // forgets reports whether the idempotency window is bounded.
 func (c *Config) forgets() bool { return c.KeepSettled > 0 || c.KeepSettledFor > 0 }
 
-// window is the effective in-flight limit.
-func (c Config) window() int {
+// window is the effective in-flight limit. A pointer receiver: dispatch
+// asks at every step, and a value receiver copies the whole Config.
+func (c *Config) window() int {
 	w := c.Window
 	if c.Ordering == Strict {
 		w = 1

@@ -111,7 +111,8 @@
 // every waiting event, and one that closes releases them all. A runtime
 // that acts on each batch before the next input can hand it back with
 // Recycle, and a steady step then allocates nothing but the accepted
-// event.
+// event; with an idempotency window, nothing but its payload, as the
+// memory of an event the window forgot goes to the next one accepted.
 //
 // # Idempotency window
 //

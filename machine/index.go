@@ -101,7 +101,9 @@ func (h *heap) push(e *entry) {
 		e.where = h.q
 	}
 	h.items = append(h.items, e)
-	h.up(len(h.items) - 1)
+	if i := len(h.items) - 1; i > 0 { // the only item needs no sifting
+		h.up(i)
+	}
 }
 
 // remove takes e out of the heap; e must be in it.

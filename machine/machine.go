@@ -50,6 +50,19 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
+// takeEntry is newEntry, reusing an entry compact dropped if there is one.
+func (m *Machine) takeEntry(r Record) *entry {
+	n := len(m.free)
+	if n == 0 {
+		return newEntry(r)
+	}
+	e := m.free[n-1]
+	m.free[n-1] = nil
+	m.free = m.free[:n-1]
+	*e = entry{rec: r, ti: -1, xi: -1}
+	return e
+}
+
 // deadline is e's Record.Deadline, without copying the record and the
 // config on the hot path of every step.
 func (e *entry) deadline(c *Config) time.Time { return e.rec.AcceptedAt.Add(c.maxAge()) }
@@ -100,8 +113,8 @@ type Machine struct {
 
 	stats Stats
 	out   Batch
-	spare lists // a recycled batch's lists, which the next batch reuses
 	dirty []*entry
+	free  []*entry // forgotten entries compact dropped, for takeEntry to reuse
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
 }
@@ -206,7 +219,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
 			continue
 		}
-		e := newEntry(r)
+		e := m.takeEntry(r)
 		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
@@ -291,122 +304,9 @@ func (m *Machine) InFlight() []Send {
 	return out
 }
 
-// Step applies one input and returns what the caller must do, in the order
-// Batch documents. An error means the input was misuse and nothing changed.
-func (m *Machine) Step(in Input) (out Batch, err error) {
-	// A type switch, not in.at() or %T: passing in on to an interface
-	// method or to fmt would make every caller's input escape to the heap.
-	// The entry an input names is looked up once, here: validation and
-	// handling share it, so a step costs one lookup, not three. An Accept
-	// or Adopt of a new ID indexes it under the hash the lookup computed.
-	var at time.Time
-	var e *entry
-	var h uint64 // the hash of an Accept's or Adopt's ID
-	switch in := in.(type) {
-	case nil:
-		return Batch{}, fmt.Errorf("%w: nil input", ErrBadInput)
-	case Accept:
-		h = m.byID.hash(in.ID)
-		at, e = in.At, m.byID.lookup(in.ID, h)
-	case Adopt:
-		h = m.byID.hash(in.Record.ID)
-		at, e = in.At, m.byID.lookup(in.Record.ID, h)
-	case Tick:
-		at = in.At
-	case Result:
-		at, e = in.At, m.byID.get(in.ID)
-	case ProbeResult:
-		at = in.At
-	case *Accept, *Adopt, *Tick, *Result, *ProbeResult:
-		return Batch{}, fmt.Errorf("%w: an input passed by pointer: pass inputs by value", ErrBadInput)
-	default:
-		return Batch{}, fmt.Errorf("%w: unknown input type; want Accept, Adopt, Tick, Result or ProbeResult", ErrBadInput)
-	}
-	if at.Before(m.now) {
-		return Batch{}, fmt.Errorf("%w: input at %v is before the last reading %v", ErrTimeWentBackwards, at, m.now)
-	}
-	// Validate before touching anything, so an error changes nothing.
-	if err := m.check(in, e); err != nil {
-		return Batch{}, err
-	}
-	m.now = at
-	switch in := in.(type) {
-	case Accept:
-		m.accept(in, e, h)
-	case Adopt:
-		m.adopt(in, e, h)
-	case Tick:
-		// Time alone: advance does the work.
-	case Result:
-		m.result(in, e)
-	case ProbeResult:
-		m.probeResult(in)
-	}
-	m.advance()
-	m.flush(&out) // into the result, not copied there from flush's own
-	return out, nil
-}
-
-// check validates in; e is the entry in names, nil if unknown.
-func (m *Machine) check(in Input, e *entry) error {
-	switch in := in.(type) {
-	case Accept:
-		switch {
-		case in.ID == "":
-			return fmt.Errorf("%w: accept with an empty ID", ErrBadInput)
-		case in.At.IsZero():
-			// The record could not be recovered: it would have no acceptance time.
-			return fmt.Errorf("%w: accept %q with a zero time", ErrBadInput, in.ID)
-		case len(in.ID) > MaxIDBytes:
-			return fmt.Errorf("%w: accept ID of %d bytes exceeds %d", ErrBadInput, len(in.ID), MaxIDBytes)
-		case len(in.Payload) > m.cfg.MaxPayloadBytes:
-			return fmt.Errorf("%w: accept %q: payload of %d bytes exceeds MaxPayloadBytes %d", ErrBadInput, in.ID, len(in.Payload), m.cfg.MaxPayloadBytes)
-		}
-		if e == nil && m.queued >= m.cfg.MaxQueued {
-			return fmt.Errorf("%w: %d events waiting (MaxQueued); %q not accepted", ErrQueueFull, m.queued, in.ID)
-		}
-	case Adopt:
-		r := in.Record
-		if err := checkRecord(r); err != nil {
-			return err
-		}
-		if e != nil {
-			return nil // ignored in adopt: the store may hand a record over twice
-		}
-		switch {
-		case r.State != Pending || r.Attempts != 0:
-			return fmt.Errorf("%w: adopt %q: a new record is pending with no attempt, not %s with %d", ErrBadRecord, r.ID, r.State, r.Attempts)
-		case r.Seq <= m.lastSeq:
-			return fmt.Errorf("%w: adopt %q: seq %d is not above the last seq %d", ErrBadRecord, r.ID, r.Seq, m.lastSeq)
-		}
-	case Tick:
-	case Result:
-		switch {
-		case in.Outcome < OutcomeDelivered || in.Outcome > OutcomeTimedOut:
-			return fmt.Errorf("%w: result for %q has unknown outcome %d", ErrBadInput, in.ID, uint8(in.Outcome))
-		case in.Attempt < 1:
-			return fmt.Errorf("%w: result for %q names attempt %d; attempts start at 1", ErrBadInput, in.ID, in.Attempt)
-		case in.RetryAfter < 0:
-			return fmt.Errorf("%w: result for %q has negative RetryAfter %v", ErrBadInput, in.ID, in.RetryAfter)
-		case in.RetryAfter > 0 && in.Outcome != OutcomeFailed:
-			return fmt.Errorf("%w: result for %q: RetryAfter goes only with outcome failed, not %s", ErrBadInput, in.ID, in.Outcome)
-		}
-		if e != nil && in.Attempt > e.rec.Attempts {
-			return fmt.Errorf("%w: result for %q attempt %d, but only %d were sent", ErrNoSuchAttempt, in.ID, in.Attempt, e.rec.Attempts)
-		}
-	case ProbeResult:
-		if in.N == 0 {
-			return fmt.Errorf("%w: probe 0 was never sent; probes count from 1", ErrNoSuchAttempt)
-		}
-	default:
-		return fmt.Errorf("%w: unknown input type", ErrBadInput)
-	}
-	return nil
-}
-
 // accept takes a new event; e is the entry already known by its ID, if
 // any, and h the hash of its ID.
-func (m *Machine) accept(in Accept, e *entry, h uint64) {
+func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	if e != nil {
 		// Idempotent: nothing changes, not even the payload; ack again.
 		m.stats.Duplicates++
@@ -418,7 +318,7 @@ func (m *Machine) accept(in Accept, e *entry, h uint64) {
 	if m.circuit == Open {
 		state = Parked
 	}
-	e = newEntry(Record{
+	e = m.takeEntry(Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
 		Payload:    clonePayload(in.Payload),
@@ -449,14 +349,14 @@ func clonePayload(p []byte) []byte {
 // adopt takes over a record a shared store accepted. It is not refused
 // when MaxQueued is reached: the store already acknowledged it. e is the
 // entry already known by its ID, if any, and h the hash of its ID.
-func (m *Machine) adopt(in Adopt, e *entry, h uint64) {
+func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 	if e != nil {
 		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
 		return
 	}
 	r := in.Record
 	r.Payload = clonePayload(r.Payload)
-	e = newEntry(r)
+	e = m.takeEntry(r)
 	e.adopted = true
 	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
@@ -478,7 +378,7 @@ func (m *Machine) adopt(in Adopt, e *entry, h uint64) {
 // attempt in flight counts; anything else is ignored and said so, because
 // acting on it could only send twice or move a state backwards. e is the
 // entry in names, nil if unknown.
-func (m *Machine) result(in Result, e *entry) {
+func (m *Machine) result(in *Result, e *entry) {
 	switch {
 	case e == nil:
 		m.ignore("result for unknown event %s", in.ID)
@@ -623,8 +523,11 @@ func (m *Machine) advance() {
 	// Attempts that timed out fail, then events past MaxAge die. (Each
 	// entry's outcome depends only on itself and the circuit, and expiry
 	// never touches the circuit, so the order between them is free; the
-	// timeouts go in Seq order all the same.)
-	m.timeouts()
+	// timeouts go in Seq order all the same.) Each kind of work is looked
+	// for here, where the check inlines: most steps have none of it to do.
+	if m.flight.len() > 0 && !m.now.Before(m.flight.items[0].rec.NextAt) {
+		m.timeouts()
+	}
 	if !plant.On(plant.PoisonBlocksForever) {
 		for m.expiry.len() > 0 && !m.now.Before(m.expiry.items[0].deadline(&m.cfg)) {
 			m.kill(m.expiry.items[0], Expired)
@@ -639,12 +542,18 @@ func (m *Machine) advance() {
 	if m.circuit == Open && !m.probeOut && m.queued > 0 && !m.now.Before(m.probeNext) {
 		m.sendProbe()
 	}
-	m.migrate()
+	if m.future.len() > 0 {
+		m.migrate()
+	}
 	if m.circuit == Closed || plant.On(plant.SendWhileOpen) {
 		m.dispatch()
 	}
-	m.forgetOld()
-	m.compact()
+	if m.cfg.KeepSettledFor > 0 {
+		m.forgetOld()
+	}
+	if m.compactDue() {
+		m.compact()
+	}
 	m.out.WakeAt = m.wakeAt()
 }
 
@@ -932,20 +841,30 @@ func (m *Machine) touch(e *entry) {
 	}
 }
 
-// compact drops forgotten entries from all once they are half of it, so
-// that memory follows the idempotency window, not history.
+// compactDue reports whether forgotten entries are half of all (and at
+// least 64), when compact drops them.
+func (m *Machine) compactDue() bool { return m.nForgot >= 64 && 2*m.nForgot >= len(m.all) }
+
+// compact drops forgotten entries from all once they are half of it (see
+// compactDue), so that memory follows the idempotency window, not history. Nothing else
+// points to a forgotten entry (it left the ID index, the window's ring
+// and every heap when it settled), so compact keeps the ones it drops for
+// takeEntry to reuse: in a steady stream with a window, each accept then
+// reuses an entry instead of allocating one, and the free list holds no
+// more than all held before it was compacted.
 func (m *Machine) compact() {
-	if m.nForgot < 64 || 2*m.nForgot < len(m.all) {
-		return
-	}
 	kept, head := 0, 0
 	for i, e := range m.all {
 		if i == m.head {
 			head = kept
 		}
-		if !e.forgotten {
+		switch {
+		case !e.forgotten:
 			m.all[kept] = e
 			kept++
+		case !e.dirty: // one the batch of this step persists is read by flush
+			*e = entry{} // drop its ID and payload
+			m.free = append(m.free, e)
 		}
 	}
 	if m.head >= len(m.all) {
@@ -956,9 +875,22 @@ func (m *Machine) compact() {
 }
 
 // flush hands the step's batch out into out and starts the next one.
+//
+// The batch is built in m.out. A list that holds something is handed out
+// and is the caller's until it recycles it; an empty one is handed out as
+// nil, as it always was, and its buffer stays in m.out for the next batch.
+// So between steps m.out holds only empty buffers, and Recycle can put a
+// handed-back list straight there.
 func (m *Machine) flush(out *Batch) {
 	if len(m.dirty) > 1 { // most steps touch one entry
 		slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
+	}
+	// Room for every record at once (Persist is empty here: only flush
+	// fills it), so that a caller that does not recycle its batches, as
+	// the simulator does not, pays one allocation per batch and not one
+	// per doubling.
+	if cap(m.out.Persist) < len(m.dirty) {
+		m.out.Persist = make([]Record, 0, len(m.dirty))
 	}
 	for _, e := range m.dirty {
 		m.out.Persist = append(m.out.Persist, e.rec)
@@ -966,31 +898,21 @@ func (m *Machine) flush(out *Batch) {
 	}
 	m.dirty = m.dirty[:0]
 	*out = m.out
-	s := &m.spare
-	m.out = Batch{Persist: s.persist, Acks: s.acks, Sends: s.sends, Probes: s.probes, Circuit: s.circuit}
-	*s = lists{}
-	// An empty list is nil, as it always was; its buffer stays for later.
-	reuseEmpty(&out.Persist, &m.out.Persist)
-	reuseEmpty(&out.Acks, &m.out.Acks)
-	reuseEmpty(&out.Sends, &m.out.Sends)
-	reuseEmpty(&out.Probes, &m.out.Probes)
-	reuseEmpty(&out.Circuit, &m.out.Circuit)
+	m.out.WakeAt, m.out.Ignored = time.Time{}, ""
+	handOut(&out.Persist, &m.out.Persist)
+	handOut(&out.Acks, &m.out.Acks)
+	handOut(&out.Sends, &m.out.Sends)
+	handOut(&out.Probes, &m.out.Probes)
+	handOut(&out.Circuit, &m.out.Circuit)
 }
 
-// lists are the lists of a Batch, emptied, for a later batch to reuse.
-type lists struct {
-	persist []Record
-	acks    []Ack
-	sends   []Send
-	probes  []Probe
-	circuit []CircuitChange
-}
-
-func reuseEmpty[T any](out, next *[]T) {
-	if len(*out) == 0 {
-		if cap(*next) == 0 {
-			*next = (*out)[:0]
-		}
+// handOut settles who owns a list after a step: the caller if it holds
+// something (the machine lets go of it), the machine if it is empty (the
+// caller gets nil).
+func handOut[T any](out, kept *[]T) {
+	if len(*out) > 0 {
+		*kept = nil
+	} else {
 		*out = nil
 	}
 }
@@ -1013,7 +935,21 @@ func (m *Machine) Recycle(b Batch) {
 	for i := range b.Acks {
 		b.Acks[i].ID = ""
 	}
-	m.spare = lists{persist: b.Persist[:0], acks: b.Acks[:0], sends: b.Sends[:0], probes: b.Probes[:0], circuit: b.Circuit[:0]}
+	// Between steps the next batch's lists are empty (see flush): a list
+	// with no buffer takes the one handed back.
+	takeBack(&m.out.Persist, b.Persist)
+	takeBack(&m.out.Acks, b.Acks)
+	takeBack(&m.out.Sends, b.Sends)
+	takeBack(&m.out.Probes, b.Probes)
+	takeBack(&m.out.Circuit, b.Circuit)
+}
+
+// takeBack makes the buffer of a handed-back list the next batch's list,
+// if that list has none.
+func takeBack[T any](next *[]T, back []T) {
+	if cap(*next) == 0 {
+		*next = back[:0]
+	}
 }
 
 func cmpUint64(a, b uint64) int {
