@@ -15,8 +15,10 @@
 // binary, re-executed) and kills it with SIGKILL at seeded random moments,
 // restarting it on the same SQLite file, while the receiver lives on in
 // the parent. Each child prints its log entries (only after the call each
-// records returned); after each kill the parent reads back from the file
-// any durable write whose line the kill cut off. After a last run that
+// records returned), and announces each Save before making it, with the
+// worker's clock reading for the step; after each kill the parent reads
+// back from the file any durable write whose line the kill cut off, and
+// logs it at the reading announced. After a last run that
 // drains, invariants.Check judges the merged log, and nothing acknowledged
 // is lost, nothing is applied twice and every stream was applied in order.
 //

@@ -51,6 +51,9 @@ const (
 	killStreams  = 4
 	childEvents  = 16 // published by each killed child, then it only delivers
 	childLeaseTT = 400 * time.Millisecond
+	// childStoreTimeout is the Service's StoreTimeout, set so that the
+	// child's stepClock knows when each step's context was made.
+	childStoreTimeout = 10 * time.Second
 )
 
 var kills = 22
@@ -89,6 +92,7 @@ func childMain() int {
 	}
 	pol := policy()
 	owner := fmt.Sprintf("child-%d", run)
+	steps := &stepClock{timeout: childStoreTimeout}
 	rec := newRecorder()
 	rec.sink = func(stream string, e invariants.Entry) {
 		b, err := json.Marshal(e)
@@ -99,12 +103,13 @@ func childMain() int {
 	}
 	svc, err := courier.New(courier.Config{
 		Worker: worker.Config{
-			Owner: owner, Store: &recStore{Store: st, rec: rec}, MaxStreams: killStreams,
+			Owner: owner, Store: &recStore{Store: st, rec: rec, steps: steps}, MaxStreams: killStreams,
 			LeaseTTL: childLeaseTT, Poll: 20 * time.Millisecond,
 			Policy:   func(string) (machine.Config, error) { return pol, nil },
-			Observer: rec.observer(owner),
+			Observer: steps.observer(rec.observer(owner)),
 		},
 		Channel:         ch,
+		StoreTimeout:    childStoreTimeout,
 		ShutdownTimeout: time.Second,
 		Logger:          slog.New(slog.DiscardHandler),
 	})
@@ -232,11 +237,26 @@ func TestKillLoop(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed, 3))
 	acked := map[string]uint64{} // ID -> Seq the child was told
 	offered := map[string]bool{}
-	var childLog []entry // what the children printed, in their order
+	var childLog []entry    // what the children printed, in their order
+	var intents []intent    // the Saves the latest child announced, in its order
+	var announced readBacks // every child's intents, by stamp (exact or bound)
 	learn := func(lines []string) {
 		for _, l := range lines {
 			f := strings.Fields(l)
 			switch {
+			case len(f) > 0 && f[0] == "intent-wrong":
+				t.Errorf("a child's intent disagrees with its worker: %s", l)
+			case len(f) >= 3 && f[0] == "intent":
+				in, err := parseIntent(strings.SplitN(l, " ", 3)[2])
+				if err != nil {
+					t.Fatal(err)
+				}
+				intents = append(intents, in)
+				if in.Exact {
+					announced.exact++
+				} else {
+					announced.bound++
+				}
 			case len(f) == 3 && f[0] == "ack":
 				seq, err := strconv.ParseUint(f[2], 10, 64)
 				if err != nil {
@@ -245,9 +265,11 @@ func TestKillLoop(t *testing.T) {
 				acked[f[1]] = seq
 			case len(f) == 2 && f[0] == "offer":
 				offered[f[1]] = true
-			case len(f) == 3 && f[0] == "log":
+			case len(f) >= 3 && f[0] == "log":
+				// The entry's JSON may hold spaces (a Restarted's
+				// "took over the stream"): it is the rest of the line.
 				var e invariants.Entry
-				if err := json.Unmarshal([]byte(f[2]), &e); err != nil {
+				if err := json.Unmarshal([]byte(strings.SplitN(l, " ", 3)[2]), &e); err != nil {
 					t.Fatalf("bad line %q: %v", l, err)
 				}
 				childLog = append(childLog, entry{f[1], e})
@@ -259,14 +281,15 @@ func TestKillLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	lost := 0
+	var lost readBacks
 	for run := 1; run <= kills; run++ {
 		c := startChild(t, run, env)
 		time.Sleep(50*time.Millisecond + time.Duration(rnd.Int64N(int64(600*time.Millisecond))))
+		intents = nil
 		learn(c.end(t, syscall.SIGKILL))
-		var n int
-		childLog, n = readBack(t, st, childLog, offered, c.signalled)
-		lost += n
+		var n readBacks
+		childLog, n = readBack(t, st, childLog, offered, intents, c.signalled)
+		lost.add(n)
 	}
 	// The last run drains: it publishes nothing and delivers until every
 	// event in the file has settled.
@@ -278,7 +301,8 @@ func TestKillLoop(t *testing.T) {
 	learn(c.end(t, syscall.SIGTERM))
 	counts := px.Close()
 	judgeKillLog(t, st, rec, childLog)
-	t.Logf("%d durable writes whose line a kill cut off were read back from the file", lost)
+	t.Logf("the children announced %d Saves at the worker's reading, %d at a bound; durable writes whose line a kill cut off, read back from the file: %d enqueues, and %d Saves at the reading announced, %d at the bound, %d at the kill",
+		announced.exact, announced.bound, lost.enqueued, lost.exact, lost.bound, lost.killed)
 
 	judgeKillLoop(t, st, acked, offered, rec)
 	rec.mu.Lock()
@@ -410,17 +434,24 @@ func merge(a, b []entry) []entry {
 // parent reads every record the log knows of (and every offered ID) from
 // the file, and where the file is ahead of the log, logs the record as
 // persisted by the child that held the stream, before the next child
-// starts. It returns the longer log and how many entries it added.
+// starts. It returns the longer log and how many entries it added, by how
+// each was stamped.
 //
-// Such an entry is stamped killedAt, the instant the SIGKILL had been
-// sent: the child's line, which carried its worker's clock reading for
-// the step, is lost, and the write happened before the kill, so no later
-// instant is true of it. Stamping it when the parent reads it back (after
-// the child was reaped and the file read, under load 60-200ms later) had
-// the checker judge the child's write at a moment it could not have
-// made it: after the lease it wrote under expired, or after the NextAt it
-// had just computed ("the next is due -107ms later").
-func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[string]bool, killedAt time.Time) ([]entry, int) {
+// Such an entry is stamped with the worker's clock reading for the step
+// that made the write, as its lost line would have been: the child
+// announced it, with the records and the lease, before the write (the
+// latest of its intents that wrote what the file holds). A Save made
+// before any event of its step (an Advance's timer) was announced with the
+// instant it was called, a bound no earlier than the reading; a write
+// with no intent (none expected) is stamped killedAt, the instant the
+// SIGKILL had been sent, the latest bound the parent knows. A bound is
+// not the reading: stamping it when the parent reads the write back (under
+// load 60-200ms after the kill) or at the kill (under load, more than
+// the checker's Skew after the write) had the checker judge the write at
+// a moment the child could not have made it: after the lease it wrote
+// under expired, or after the NextAt it had just computed ("the next is
+// due -252ms later").
+func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[string]bool, intents []intent, killedAt time.Time) ([]entry, readBacks) {
 	t.Helper()
 	last := map[string]machine.Record{} // by ID: the latest persisted in the log
 	stream := map[string]string{}
@@ -433,7 +464,7 @@ func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[stri
 			holder[en.stream] = en.e
 		}
 	}
-	added := 0
+	var n readBacks
 	for _, id := range slices.Sorted(maps.Keys(offered)) {
 		r, err := st.Get(t.Context(), id)
 		if err != nil {
@@ -442,21 +473,49 @@ func readBack(t *testing.T, st *sqlitestore.Store, log []entry, offered map[stri
 		m := r.Machine()
 		prev, known := last[id]
 		e := invariants.Entry{At: killedAt, Kind: invariants.Persisted, ID: id, Seq: m.Seq, Record: m,
-			Detail: "read back from the file after the kill"}
+			Detail: "read back from the file after the kill, stamped at the kill"}
 		switch {
 		case !known:
 			e.Worker = "store" // enqueued; the kill cut its lines off
 			if m.State != machine.Pending || m.Attempts != 0 {
 				t.Fatalf("%s: the log never saw it enqueued, and the file holds it %s after %d attempts", id, m.State, m.Attempts)
 			}
+			n.enqueued++
 		case prev.State == m.State && prev.Attempts == m.Attempts && prev.Reason == m.Reason:
 			continue
 		default:
-			h := holder[stream[id]]
-			e.Worker, e.Token = h.Worker, h.Token
+			n.stamp(&e, holder[stream[id]], intents)
 		}
 		log = append(log, entry{r.Stream, e})
-		added++
 	}
-	return log, added
+	return log, n
+}
+
+// readBacks counts readBack's entries: the enqueues, and the Saves by
+// their stamp (the worker's reading, a bound the child announced, the
+// kill).
+type readBacks struct{ enqueued, exact, bound, killed int }
+
+func (n *readBacks) add(o readBacks) {
+	n.enqueued, n.exact, n.bound, n.killed = n.enqueued+o.enqueued, n.exact+o.exact, n.bound+o.bound, n.killed+o.killed
+}
+
+// stamp sets the time and lease of a write read back: the announced ones
+// of the latest intent that wrote it, else the kill and the stream's
+// latest lease in the log (h).
+func (n *readBacks) stamp(e *invariants.Entry, h invariants.Entry, intents []intent) {
+	in, ok := lastMatch(intents, e.Record)
+	switch {
+	case !ok:
+		e.Worker, e.Token = h.Worker, h.Token
+		n.killed++
+		return
+	case in.Exact:
+		e.Detail = "read back from the file after the kill, at the reading its child announced"
+		n.exact++
+	default:
+		e.Detail = "read back from the file after the kill, at the bound its child announced"
+		n.bound++
+	}
+	e.At, e.Worker, e.Token = in.At, in.Worker, in.Token
 }

@@ -181,10 +181,13 @@ func (r *recorder) runs(base invariants.Run, final func(stream string) []machine
 // enqueues, leases and refused writes are recorded. The lease calls and
 // Save are made by the worker's loop, which records its own entries on the
 // same goroutine after they return, so recording after the call keeps the
-// order; an Enqueue holds recorder.enq (see there).
+// order; an Enqueue holds recorder.enq (see there). In a child of
+// TestKillLoop, steps follows the worker's store calls and announces each
+// Save before it is made (see stepClock); nil elsewhere.
 type recStore struct {
 	store.Store
-	rec *recorder
+	rec   *recorder
+	steps *stepClock
 }
 
 func (s *recStore) Enqueue(ctx context.Context, stream, id string, payload []byte) (store.Record, bool, error) {
@@ -206,6 +209,7 @@ func (s *recStore) Enqueue(ctx context.Context, stream, id string, payload []byt
 }
 
 func (s *recStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
+	s.steps.called(ctx)
 	ls, err := s.Store.ClaimDue(ctx, owner, ttl, max)
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
@@ -226,6 +230,7 @@ func (s *recStore) Acquire(ctx context.Context, stream, owner string, ttl time.D
 }
 
 func (s *recStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	s.steps.called(ctx)
 	nl, err := s.Store.Renew(ctx, l, ttl)
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
@@ -235,8 +240,20 @@ func (s *recStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) 
 	return nl, err
 }
 
+func (s *recStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
+	s.steps.called(ctx)
+	return s.Store.Pending(ctx, l, after, limit)
+}
+
+func (s *recStore) Release(ctx context.Context, l store.Lease) error {
+	s.steps.called(ctx)
+	return s.Store.Release(ctx, l)
+}
+
 func (s *recStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
+	s.steps.announce(ctx, l, ups)
 	err := s.Store.Save(ctx, l, ups)
+	s.steps.saved(err)
 	if errors.Is(err, store.ErrInvalidWrite) {
 		s.rec.add(l.Stream, invariants.Entry{Kind: invariants.WriteRejected, Worker: l.Owner, Token: l.Token, Detail: err.Error()})
 	}
