@@ -69,10 +69,17 @@ func (c *Coverage) Add(o Coverage) {
 // in it: an event never acknowledged has none, and asking for it would
 // cost the store an error to say so (most first offers ask).
 func (s *sim) cover(f Fault, id string) {
-	if !s.acked[id] {
+	if i, ok := eventOf(s.ids, id); ok {
+		s.coverEvent(f, i)
+	}
+}
+
+// coverEvent is cover of the workload's event i.
+func (s *sim) coverEvent(f Fault, i int) {
+	if !s.acked[i] {
 		return
 	}
-	if st, ok := s.store.State(id); ok {
+	if st, ok := s.store.State(s.ids[i]); ok {
 		s.stats.Coverage[f][st]++
 	}
 }

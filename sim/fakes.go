@@ -1,21 +1,34 @@
 package sim
 
 import (
+	"strings"
+
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
 )
 
 // receiver is the fake downstream system. It applies each ID at most once
 // and records what it applied, in order, and what it discarded.
+//
+// Deliveries name the event by its index in the workload (ids): what the
+// receiver keeps of each event is in a slice by that index, not in maps
+// by ID, as every delivery looks its event up several times.
 type receiver struct {
 	cfg      Receiver
-	poison   map[string]bool
-	stubborn map[string]int // deliveries still to fail
-	applied  map[string]int
+	ids      []string    // the workload's event IDs, EventID(i) at i
+	events   []recvEvent // by event index
+	distinct int         // events applied at least once
 	order    []string
-	lastSeq  map[int]uint64 // by stream: sequences are per stream
+	lastSeq  []uint64 // by stream: sequences are per stream
 	dups     int
 	fenced   int
+}
+
+// recvEvent is what the receiver keeps of one event.
+type recvEvent struct {
+	poison   bool
+	stubborn int // deliveries still to fail
+	applied  int // times applied
 }
 
 // verdict is what the receiver did with one delivery.
@@ -29,33 +42,58 @@ const (
 	rejectedStubborn
 )
 
-func newReceiver(cfg Receiver) *receiver {
-	r := &receiver{cfg: cfg, poison: map[string]bool{}, stubborn: map[string]int{}, applied: map[string]int{}, lastSeq: map[int]uint64{}}
+// newReceiver returns a receiver for the workload ids, spread over streams
+// streams, keeping its events' state in events (len(ids) zero values, to
+// be reused by a later run). A poison or stubborn ID that is not one of
+// ids is never delivered, so it is left out.
+func newReceiver(cfg Receiver, ids []string, streams int, events []recvEvent) *receiver {
+	r := &receiver{cfg: cfg, ids: ids, events: events, lastSeq: make([]uint64, max(streams, 1))}
 	for _, id := range cfg.Poison {
-		r.poison[id] = true
+		if i, ok := eventOf(ids, id); ok {
+			r.events[i].poison = true
+		}
 	}
 	for _, s := range cfg.Stubborn {
-		r.stubborn[s.ID] = s.Failures
+		if i, ok := eventOf(ids, s.ID); ok {
+			r.events[i].stubborn = s.Failures
+		}
 	}
 	return r
 }
 
-func (r *receiver) deliver(stream int, id string, seq uint64) verdict {
+// eventOf is the index in ids of id, if it is one of them: ids[i] is
+// EventID(i), so id is parsed, and then compared, so that only the very
+// same string names it (as with a map keyed by ID).
+func eventOf(ids []string, id string) (int, bool) {
+	i, err := atoi(strings.TrimPrefix(id, "e"))
+	if err != nil || i < 1 || i > len(ids) || ids[i-1] != id {
+		return 0, false
+	}
+	return i - 1, true
+}
+
+// deliver is a delivery of event i (ids[i]) on stream stream with
+// sequence seq.
+func (r *receiver) deliver(stream, i int, seq uint64) verdict {
+	e := &r.events[i]
 	switch {
-	case r.poison[id]:
+	case e.poison:
 		return rejectedPoison
-	case r.stubborn[id] > 0:
-		r.stubborn[id]--
+	case e.stubborn > 0:
+		e.stubborn--
 		return rejectedStubborn
-	case r.applied[id] > 0 && !plant.On(plant.ReceiverNoDedup):
+	case e.applied > 0 && !plant.On(plant.ReceiverNoDedup):
 		r.dups++
 		return duplicate
 	case r.cfg.Fence && seq <= r.lastSeq[stream]:
 		r.fenced++
 		return fenced
 	}
-	r.applied[id]++
-	r.order = append(r.order, id)
+	if e.applied == 0 {
+		r.distinct++
+	}
+	e.applied++
+	r.order = append(r.order, r.ids[i])
 	r.lastSeq[stream] = max(r.lastSeq[stream], seq)
 	return applied
 }

@@ -2,6 +2,7 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -127,17 +128,67 @@ func TestReceiver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			switchOn(t, tt.bug)
-			r := newReceiver(tt.cfg)
+			r := newReceiver(tt.cfg, receiverIDs, 1, make([]recvEvent, len(receiverIDs)))
 			var g got
 			for _, d := range tt.deliveries {
-				v := r.deliver(0, d.id, d.seq)
+				v := r.deliver(0, slices.Index(receiverIDs, d.id), d.seq)
 				g.Verdicts = append(g.Verdicts, v.String())
 			}
-			g.Order, g.Applied, g.Dups, g.Fenced = r.order, r.applied, r.dups, r.fenced
+			g.Order, g.Applied, g.Dups, g.Fenced = r.order, appliedByID(r), r.dups, r.fenced
+			if r.distinct != len(g.Applied) {
+				t.Errorf("the receiver counts %d events applied, but applied %d", r.distinct, len(g.Applied))
+			}
 			if diff := cmp.Diff(tt.want, g); diff != "" {
 				t.Errorf("%s\nreceiver (-want +got):\n%s", tt.reason, diff)
 			}
 		})
+	}
+}
+
+// receiverIDs is the workload TestReceiver's receivers serve: "e0" is
+// last, as the index an ID names is one less than its number.
+var receiverIDs = []string{"e1", "e2", "e3", "e4", "e0"}
+
+// appliedByID is what r applied, by ID, as the map it once kept.
+func appliedByID(r *receiver) map[string]int {
+	m := map[string]int{}
+	for i, e := range r.events {
+		if e.applied > 0 {
+			m[r.ids[i]] = e.applied
+		}
+	}
+	return m
+}
+
+// A poison or stubborn ID names an event only if it is the very string of
+// one of the workload's: "e01" is not "e001", as with the map by ID the
+// receiver once kept; IDs outside the workload name none.
+func TestReceiverConfigIDs(t *testing.T) {
+	ids := []string{"e001", "e002", "e003"}
+	cfg := Receiver{
+		Poison:   []string{"e01", "e003", "e4", "x", "e", "e-1", "e000"},
+		Stubborn: []Stubborn{{ID: "e1", Failures: 3}, {ID: "e002", Failures: 1}, {ID: "e002", Failures: 2}},
+	}
+	r := newReceiver(cfg, ids, 1, make([]recvEvent, len(ids)))
+	var verdicts []string
+	for _, i := range []int{0, 1, 2, 1, 1, 1} {
+		verdicts = append(verdicts, r.deliver(0, i, uint64(i+1)).String())
+	}
+	want := []string{"applied", "stubborn", "poison", "stubborn", "applied", "duplicate"}
+	if diff := cmp.Diff(want, verdicts); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct {
+		id   string
+		want int
+		ok   bool
+	}{
+		{"e001", 0, true}, {"e003", 2, true}, {"e1", 0, false}, {"e01", 0, false},
+		{"e004", 0, false}, {"e000", 0, false}, {"e", 0, false}, {"001", 0, false}, {"e+01", 0, false},
+	} {
+		if i, ok := eventOf(ids, tt.id); i != tt.want || ok != tt.ok {
+			t.Errorf("eventOf(%q) = %d, %v; want %d, %v", tt.id, i, ok, tt.want, tt.ok)
+		}
 	}
 }
 

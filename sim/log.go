@@ -22,11 +22,13 @@ type obsLog struct {
 
 // buffers are the memory a run uses only while it runs, reused by later
 // runs (bufferPool): the observation log, the event queue's heap, the
-// batch of observations a worker event makes, and the simulator's maps.
+// batch of observations a worker event makes, and the simulator's maps
+// and per-event state.
 type buffers struct {
 	log      obsLog
-	q        queue // its slices only
-	acked    map[string]bool
+	q        queue  // its slices only
+	acked    []bool // by event index
+	recv     []recvEvent
 	answered map[attemptKey]bool
 	flights  arena[flight]
 	probes   arena[probing]
@@ -64,13 +66,15 @@ func (a *arena[T]) reset() {
 	a.n = 0
 }
 
-// getBuffers returns empty buffers for a run with streams streams whose
-// log is expected to hold about entries entries.
-func getBuffers(streams, entries int) *buffers {
+// getBuffers returns empty buffers for a run with streams streams and
+// events events whose log is expected to hold about entries entries.
+func getBuffers(streams, events, entries int) *buffers {
 	b, ok := bufferPool.get()
 	if !ok {
-		b = &buffers{acked: map[string]bool{}, answered: map[attemptKey]bool{}}
+		b = &buffers{answered: map[attemptKey]bool{}}
 	}
+	b.acked = zeroed(b.acked, events)
+	b.recv = zeroed(b.recv, events)
 	l := &b.log
 	l.counts = append(l.counts[:0], make([]int, streams)...)
 	if l.entries == nil { // handed to the last run (cut): a recycled one will do
@@ -82,6 +86,16 @@ func getBuffers(streams, entries int) *buffers {
 	return b
 }
 
+// zeroed returns n zero values, in s if it has room.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
 // release empties b, the buffers of s, and keeps them for a later run,
 // unless the log grew too large to keep.
 func (b *buffers) release(s *sim) {
@@ -90,7 +104,6 @@ func (b *buffers) release(s *sim) {
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
 	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
-	clear(b.acked)
 	clear(b.answered)
 	b.flights.reset()
 	b.probes.reset()

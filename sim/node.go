@@ -584,8 +584,8 @@ func (ns nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, li
 // enqueue is a producer's offer: straight into the store, which
 // acknowledges it once durable. The first node is the producer's host: it
 // is notified, as a local producer's worker is (courier.Service.Publish).
-func (s *sim) enqueue(id string, payload []byte) {
-	stream := s.streams[s.streamOf(id)]
+func (s *sim) enqueue(i int, payload []byte) {
+	id, stream := s.ids[i], s.streams[i%len(s.streams)]
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
 	s.scratchRecord = stored.Machine() // see scratchResult
 	rec := &s.scratchRecord
@@ -595,7 +595,7 @@ func (s *sim) enqueue(id string, payload []byte) {
 		}
 		s.note(nil, opEnqueueRefused, str(id))
 		s.observe(&invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
-		s.cover(FaultStoreRefusal, id)
+		s.coverEvent(FaultStoreRefusal, i)
 		return
 	}
 	if created {
@@ -607,7 +607,7 @@ func (s *sim) enqueue(id string, payload []byte) {
 		s.stats.DuplicateAcks++
 	}
 	s.observe(&invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
-	s.acked[id] = true
+	s.acked[i] = true
 	if n := s.nodes[0]; !n.down && n.w != nil {
 		n.w.Notify(stream)
 		s.reschedule(n)

@@ -113,8 +113,8 @@ type sim struct {
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
 
-	ids        []string // the workload's event IDs, EventID(i) at i
-	acked      map[string]bool
+	ids        []string            // the workload's event IDs, EventID(i) at i
+	acked      []bool              // by event index: the store acknowledged it
 	answered   map[attemptKey]bool // the sender already has an outcome
 	firstOffer time.Time
 	lastSettle time.Time
@@ -166,7 +166,6 @@ func newSim(w World, seed uint64, opt Options) *sim {
 	s := &sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
 		cfg:       workers(w),
-		recv:      newReceiver(w.Receiver),
 		rProducer: stream(seed, "producer"),
 		rChannel:  stream(seed, "channel"),
 		rRestart:  stream(seed, "restart"),
@@ -200,9 +199,11 @@ func (s *sim) initStreams() {
 	// About ten entries per event (persist, ack, persist the attempt,
 	// send, apply, reply, persist the outcome; faults, parking and lease
 	// renewals add some): a long run then seldom grows its log.
-	s.buf = getBuffers(n, 10*w.Events+64)
+	s.buf = getBuffers(n, w.Events, 10*w.Events+64)
 	s.log = &s.buf.log
 	s.acked, s.answered = s.buf.acked, s.buf.answered
+	s.ids = s.buf.eventIDs(w.Events)
+	s.recv = newReceiver(w.Receiver, s.ids, n, s.buf.recv)
 	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
@@ -327,7 +328,6 @@ func (s *sim) simulate() error {
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
 	var lastOffer time.Duration
-	s.ids = s.buf.eventIDs(w.Events)
 	for i := range w.Events {
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
@@ -426,7 +426,7 @@ func (s *sim) offer(i, copy int) {
 	s.stats.Offers++
 	s.note(nil, opOffer, str(id), num(copy))
 	s.observe(&invariants.Entry{Kind: invariants.Offered, ID: id})
-	s.cover(FaultDuplicateOffer, id)
+	s.coverEvent(FaultDuplicateOffer, i)
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check. The
 	// same bytes as fmt's {"event":%q,"copy":%d} (or {"copy":%d} when the
@@ -438,7 +438,7 @@ func (s *sim) offer(i, copy int) {
 		payload = append(strconv.AppendQuote(append(payload, `{"event":`...), id), ',')
 	}
 	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
-	s.enqueue(id, payload)
+	s.enqueue(i, payload)
 	// The producer keeps the event until it is acknowledged.
 	s.q.scheduleOffer(s.now.Add(s.w.Producer.AckTimeout), doAckTimeout, i, copy)
 }
@@ -446,8 +446,8 @@ func (s *sim) offer(i, copy int) {
 // ackTimeout is the producer's wait for offer copy of event i ending: it
 // offers the event again if it is still not acknowledged.
 func (s *sim) ackTimeout(i, copy int) {
-	if id := s.ids[i]; !s.acked[id] {
-		s.note(nil, opReoffer, str(id))
+	if !s.acked[i] {
+		s.note(nil, opReoffer, str(s.ids[i]))
 		s.offer(i, copy+1)
 	}
 }
@@ -525,15 +525,16 @@ const (
 // arrive is f reaching the receiver.
 func (s *sim) arrive(f *flight) {
 	x, attempt := f.x, f.x.Attempt.Attempt
+	i := s.eventIndex(x.ID)
 	if f.late {
-		s.cover(FaultLate, x.ID)
+		s.coverEvent(FaultLate, i)
 	}
-	v := s.recv.deliver(s.streamOf(x.ID), x.ID, x.Seq)
+	v := s.recv.deliver(i%len(s.streams), i, x.Seq)
 	switch v {
 	case rejectedPoison:
-		s.cover(FaultPoison, x.ID)
+		s.coverEvent(FaultPoison, i)
 	case rejectedStubborn:
-		s.cover(FaultStubborn, x.ID)
+		s.coverEvent(FaultStubborn, i)
 	}
 	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
 	switch v {
@@ -544,7 +545,7 @@ func (s *sim) arrive(f *flight) {
 	}
 	if f.lose {
 		s.note(nil, opLostAck, str(x.ID), num(attempt))
-		s.cover(FaultLostAck, x.ID)
+		s.coverEvent(FaultLostAck, i)
 		return
 	}
 	f.outcome = v.outcome()
@@ -660,20 +661,20 @@ func (s *sim) result() Result {
 		}
 	}
 	// Counted per event of the workload, in a fixed order.
-	for i, id := range s.ids {
-		if !s.acked[id] {
+	for i, acked := range s.acked {
+		if !acked {
 			continue
 		}
 		st.Accepted++
-		r := final[i]
-		if r == nil || (s.recv.applied[id] == 0 && r.State != machine.Dead) {
+		r, applied := final[i], s.recv.events[i].applied
+		if r == nil || (applied == 0 && r.State != machine.Dead) {
 			st.Lost++
 		}
-		if s.recv.applied[id] > 1 {
+		if applied > 1 {
 			st.AppliedTwice++
 		}
 	}
-	st.Applied = len(s.recv.applied)
+	st.Applied = s.recv.distinct
 	st.Duplicates = s.recv.dups
 	st.Fenced = s.recv.fenced
 	if !s.firstOffer.IsZero() {
@@ -692,7 +693,7 @@ func (s *sim) result() Result {
 		slab:       s.slab,
 	}
 	s.buf.release(s)
-	s.buf, s.log, s.acked, s.answered = nil, nil, nil, nil
+	s.buf, s.log, s.acked, s.answered, s.recv = nil, nil, nil, nil, nil
 	s.q = queue{}
 	return res
 }
