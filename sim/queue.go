@@ -47,7 +47,19 @@ const (
 
 // at is the happening's instant. Every instant of a run is Epoch plus a
 // duration, so this is the instant it was scheduled at, exactly.
-func (h *happening) at() time.Time { return Epoch.Add(time.Duration(h.key)) }
+func (h *happening) at() time.Time { return epochAdd(time.Duration(h.key)) }
+
+// epochUnix is Epoch in Unix seconds.
+var epochUnix = Epoch.Unix()
+
+// epochAdd is Epoch.Add(d), the very same value, built as time.Unix
+// builds an instant, which inlines, rather than by Add, which does not and
+// checks for an overflow no offset from Epoch can cause: the loop pays it
+// at every instant it moves to. It holds as Epoch is a whole second in
+// UTC without a monotonic reading (TestEpochAdd holds it to Epoch.Add).
+func epochAdd(d time.Duration) time.Time {
+	return time.Unix(epochUnix+int64(d/time.Second), int64(d%time.Second)).UTC()
+}
 
 // slot is a happening's place in the heap: its instant and scheduling
 // order, which the heap compares, and where its payload is. It holds no

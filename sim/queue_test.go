@@ -183,6 +183,37 @@ func TestSinceEpochIsSub(t *testing.T) {
 	}
 }
 
+// TestEpochAdd holds epochAdd to Epoch.Add, compared as values (==: the
+// same wall and monotonic fields and the same location, not just the same
+// instant), for offsets near Epoch, at the extremes of a Duration, on
+// either side of a second's boundary, and at random.
+func TestEpochAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	cases := []time.Duration{0, 1, -1, time.Second - 1, time.Second, time.Second + 1, -time.Second - 1, -time.Second,
+		-time.Second + 1, math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1,
+		math.MaxInt64 / time.Second * time.Second, math.MinInt64 / time.Second * time.Second}
+	for range 200_000 {
+		d := time.Duration(r.Int64())
+		switch r.IntN(4) {
+		case 0:
+			d %= 48 * time.Hour
+		case 1:
+			d = d / time.Second * time.Second // a whole second
+		case 2:
+			d = -d
+		}
+		cases = append(cases, d)
+	}
+	for _, d := range cases {
+		if got, want := epochAdd(d), Epoch.Add(d); got != want {
+			t.Fatalf("epochAdd(%d) = %#v, want %#v", d, got, want)
+		}
+	}
+	if h := (happening{key: int64(time.Hour + 1)}); h.at() != Epoch.Add(time.Hour+1) {
+		t.Errorf("happening.at = %v, want Epoch.Add(1h1ns)", h.at())
+	}
+}
+
 // TestQueueAgainstSort pushes and pops happenings at random and holds
 // every pop to the earliest pending one by (instant, scheduling order),
 // found by a plain scan. Some are pushed while the last one popped is

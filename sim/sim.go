@@ -364,7 +364,7 @@ func (s *sim) simulate() error {
 		// one), as Time.Add is not free.
 		at := time.Duration(h.key)
 		if at > s.end {
-			s.now, s.elapsed = Epoch.Add(s.end), s.end
+			s.now, s.elapsed = epochAdd(s.end), s.end
 			s.note(nil, opStop, dur(s.end), num(s.q.Len()+1))
 			break
 		}
