@@ -22,17 +22,17 @@ type obsLog struct {
 
 // buffers are the memory a run uses only while it runs, reused by later
 // runs (bufferPool): the observation log, the event queue's heap, the
-// batch of observations a worker event makes, and the simulator's maps
-// and per-event state.
+// batch of observations a worker event makes, and the simulator's
+// per-event state.
 type buffers struct {
-	log      obsLog
-	q        queue  // its slices only
-	acked    []bool // by event index
-	recv     []recvEvent
-	answered map[attemptKey]bool
-	flights  arena[flight]
-	probes   arena[probing]
-	ids      []string // EventID(i) at i, kept across runs (eventIDs)
+	log        obsLog
+	q          queue  // its slices only
+	acked      []bool // by event index
+	recv       []recvEvent
+	lastFlight []*flight // by event index
+	flights    arena[flight]
+	probes     arena[probing]
+	ids        []string // EventID(i) at i, kept across runs (eventIDs)
 }
 
 // arena hands out values of a run that live until it ends (a send's
@@ -71,9 +71,10 @@ func (a *arena[T]) reset() {
 func getBuffers(streams, events, entries int) *buffers {
 	b, ok := bufferPool.get()
 	if !ok {
-		b = &buffers{answered: map[attemptKey]bool{}}
+		b = &buffers{}
 	}
 	b.acked = zeroed(b.acked, events)
+	b.lastFlight = zeroed(b.lastFlight, events)
 	b.recv = zeroed(b.recv, events)
 	l := &b.log
 	l.counts = append(l.counts[:0], make([]int, streams)...)
@@ -104,7 +105,7 @@ func (b *buffers) release(s *sim) {
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
 	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
-	clear(b.answered)
+	clear(b.lastFlight) // pointers to flights, which are reset below
 	b.flights.reset()
 	b.probes.reset()
 	if cap(l.entries) <= poolMaxEntries {

@@ -113,9 +113,10 @@ type sim struct {
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
 
-	ids        []string            // the workload's event IDs, EventID(i) at i
-	acked      []bool              // by event index: the store acknowledged it
-	answered   map[attemptKey]bool // the sender already has an outcome
+	ids   []string // the workload's event IDs, EventID(i) at i
+	acked []bool   // by event index: the store acknowledged it
+	// lastFlight is each event's latest flight, by event index (track).
+	lastFlight []*flight
 	firstOffer time.Time
 	lastSettle time.Time
 	// writes counts the store's writes; settledAt is the count when
@@ -152,9 +153,9 @@ type sim struct {
 	stats         Stats
 }
 
-// attemptKey names one attempt of one incarnation of a node. The node is
-// named by pointer (one per node for the run), not by name: a key then
-// hashes one string, not two. The map is only looked up, never ranged.
+// attemptKey names one attempt of one incarnation of a node: the sender
+// takes the first outcome for it, of whichever flight with the key it is
+// (track). The node is named by pointer (one per node for the run).
 type attemptKey struct {
 	node    *node
 	inc     int
@@ -201,7 +202,7 @@ func (s *sim) initStreams() {
 	// renewals add some): a long run then seldom grows its log.
 	s.buf = getBuffers(n, w.Events, 10*w.Events+64)
 	s.log = &s.buf.log
-	s.acked, s.answered = s.buf.acked, s.buf.answered
+	s.acked, s.lastFlight = s.buf.acked, s.buf.lastFlight
 	s.ids = s.buf.eventIDs(w.Events)
 	s.recv = newReceiver(w.Receiver, s.ids, n, s.buf.recv)
 	s.q = s.buf.q
@@ -471,7 +472,8 @@ func (s *sim) inWindows(ws []Window) bool {
 func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
 	f := s.buf.flights.new()
-	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}}
+	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, event: s.eventIndex(x.ID)}
+	s.track(f)
 	attempt := x.Attempt.Attempt
 	s.q.scheduleAnswer(s.now.Add(c.ClientTimeout), f, answerTimeout)
 	switch {
@@ -504,11 +506,17 @@ func (s *sim) send(n *node, x worker.Send) {
 // receiver, the client timeout, the channel's answer) point to it rather
 // than each holding a closure.
 type flight struct {
-	n          *node
-	x          worker.Send
-	key        attemptKey
-	late, lose bool
-	back       time.Duration // the reply's latency
+	n     *node
+	x     worker.Send
+	key   attemptKey
+	event int // x.ID's index in the workload
+	// first is the run's first flight with the same key (f itself if it
+	// is): its answered says whether the sender has an outcome for the
+	// attempt. prev is the event's flight sent before f (track).
+	first, prev *flight
+	answered    bool
+	late, lose  bool
+	back        time.Duration // the reply's latency
 	// The channel's answer, besides the client timeout: a refusal, a
 	// failure, or the receiver's verdict.
 	outcome    machine.Outcome
@@ -522,10 +530,36 @@ const (
 	answerChannel                  // the channel's answer (flight.outcome)
 )
 
+// track links f to the run's first flight with its key, found among
+// the earlier flights of its event (an attempt is of one event), so that
+// answer asks a flag, not a map by key: one was some 300 instructions an
+// answer, as a key holds a string to hash. An event has few flights.
+func (s *sim) track(f *flight) {
+	f.first = f
+	for g := s.lastFlight[f.event]; g != nil; g = g.prev {
+		if g.key == f.key {
+			f.first = g.first
+			break
+		}
+	}
+	f.prev, s.lastFlight[f.event] = s.lastFlight[f.event], f
+}
+
+// claim reports whether the sender has no outcome yet for f's attempt,
+// and makes it have one.
+func (f *flight) claim() bool {
+	first := f.first
+	if first.answered {
+		return false
+	}
+	first.answered = true
+	return true
+}
+
 // arrive is f reaching the receiver.
 func (s *sim) arrive(f *flight) {
 	x, attempt := f.x, f.x.Attempt.Attempt
-	i := s.eventIndex(x.ID)
+	i := f.event
 	if f.late {
 		s.coverEvent(FaultLate, i)
 	}
@@ -562,10 +596,7 @@ func (s *sim) answer(f *flight, which uint8) {
 	if which == answerTimeout {
 		outcome, retryAfter, why = machine.OutcomeTimedOut, 0, "client timeout"
 	}
-	// One hashing of the key, not a look-up and then an insertion: the
-	// map grows only if the key was not in it.
-	had := len(s.answered)
-	if s.answered[f.key] = true; len(s.answered) == had {
+	if !f.claim() {
 		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
 		return
 	}
@@ -693,7 +724,7 @@ func (s *sim) result() Result {
 		slab:       s.slab,
 	}
 	s.buf.release(s)
-	s.buf, s.log, s.acked, s.answered, s.recv = nil, nil, nil, nil, nil
+	s.buf, s.log, s.acked, s.lastFlight, s.recv = nil, nil, nil, nil, nil
 	s.q = queue{}
 	return res
 }
