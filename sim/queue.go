@@ -132,29 +132,33 @@ func (q *queue) scheduleWake(at time.Time, n *node, inc, wake int) {
 	q.push(happening{key: key(at), what: doWake, n: n, inc: int32(inc), wake: int32(wake), background: true})
 }
 
+// The schedulers of the channel's and the producer's happenings take
+// their instant as its offset from Epoch, as the queue keeps it: their
+// callers have it (sim.after) without a Time.Add and a Time.Sub.
+
 // scheduleArrival schedules flight f's arrival at the receiver.
-func (q *queue) scheduleArrival(at time.Time, f *flight) {
+func (q *queue) scheduleArrival(at time.Duration, f *flight) {
 	q.foreground++
-	q.push(happening{key: key(at), what: doArrive, f: f})
+	q.push(happening{key: int64(at), what: doArrive, f: f})
 }
 
 // scheduleAnswer schedules one of flight f's answers to its node.
-func (q *queue) scheduleAnswer(at time.Time, f *flight, which uint8) {
+func (q *queue) scheduleAnswer(at time.Duration, f *flight, which uint8) {
 	q.foreground++
-	q.push(happening{key: key(at), what: doAnswer, n: f.n, inc: int32(f.n.inc), f: f, answer: which})
+	q.push(happening{key: int64(at), what: doAnswer, n: f.n, inc: int32(f.n.inc), f: f, answer: which})
 }
 
 // scheduleProbeAnswer schedules the answer to probe pr.
-func (q *queue) scheduleProbeAnswer(at time.Time, pr *probing) {
+func (q *queue) scheduleProbeAnswer(at time.Duration, pr *probing) {
 	q.foreground++
-	q.push(happening{key: key(at), what: doProbeAnswer, n: pr.n, inc: int32(pr.n.inc), probe: pr})
+	q.push(happening{key: int64(at), what: doProbeAnswer, n: pr.n, inc: int32(pr.n.inc), probe: pr})
 }
 
 // scheduleOffer schedules what (doOffer or doAckTimeout) for offer copy
 // of the workload's event i.
-func (q *queue) scheduleOffer(at time.Time, what what, i, copy int) {
+func (q *queue) scheduleOffer(at time.Duration, what what, i, copy int) {
 	q.foreground++
-	q.push(happening{key: key(at), what: what, event: int32(i), copy: int32(copy)})
+	q.push(happening{key: int64(at), what: what, event: int32(i), copy: int32(copy)})
 }
 
 // postpone schedules node happening h again, at at.

@@ -214,6 +214,36 @@ func TestEpochAdd(t *testing.T) {
 	}
 }
 
+// TestAfterIsAddThenKey holds sim.after to what it replaces, the key of
+// now.Add(d), for now near Epoch and far from it and delays from none to
+// the extremes, where the sum overflows and the key saturates.
+func TestAfterIsAddThenKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	edges := []time.Duration{0, 1, -1, time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
+		math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, -time.Hour}
+	pick := func() time.Duration {
+		switch r.IntN(4) {
+		case 0:
+			return edges[r.IntN(len(edges))]
+		case 1:
+			return time.Duration(r.Int64N(int64(48 * time.Hour)))
+		case 2:
+			return math.MaxInt64 - time.Duration(r.Int64N(int64(time.Hour)))
+		}
+		return time.Duration(r.Uint64())
+	}
+	for range 200_000 {
+		elapsed, d := pick(), pick()
+		if r.IntN(2) == 0 {
+			d = -d
+		}
+		s := &sim{now: Epoch.Add(elapsed), elapsed: elapsed}
+		if got, want := s.after(d), time.Duration(key(s.now.Add(d))); got != want {
+			t.Fatalf("after(%d) at %d = %d, want %d", d, elapsed, got, want)
+		}
+	}
+}
+
 // TestQueueAgainstSort pushes and pops happenings at random and holds
 // every pop to the earliest pending one by (instant, scheduling order),
 // found by a plain scan. Some are pushed while the last one popped is
@@ -231,7 +261,7 @@ func TestQueueAgainstSort(t *testing.T) {
 		if len(want) == 0 || r.IntN(2) == 0 {
 			seq++
 			k := r.Int64N(50) // few instants: many ties
-			q.scheduleOffer(Epoch.Add(time.Duration(k)), doOffer, seq, 0)
+			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
 			want = append(want, pend{k, seq})
 			continue
 		}
@@ -250,7 +280,7 @@ func TestQueueAgainstSort(t *testing.T) {
 		for range r.IntN(3) * min(1, max(0, 50-len(want))) {
 			seq++
 			k := popped.key + r.Int64N(50)
-			q.scheduleOffer(Epoch.Add(time.Duration(k)), doOffer, seq, 0)
+			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
 			want = append(want, pend{k, seq})
 		}
 		if got.key != popped.key || int(got.event) != popped.seq {

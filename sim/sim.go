@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -188,6 +189,22 @@ func (s *sim) settleWithin() time.Duration {
 	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute
 }
 
+// after is the instant d from now, as an offset from Epoch: what
+// key(s.now.Add(d)) is, as now is Epoch plus elapsed, without the Time.Add
+// and the Time.Sub. An instant beyond a Duration's range from Epoch is
+// keyed as the largest or smallest Duration (sinceEpoch saturates, as
+// Time.Sub does), and so is the sum here (TestAfterIsAddThenKey).
+func (s *sim) after(d time.Duration) time.Duration {
+	at := s.elapsed + d
+	if (at > s.elapsed) != (d > 0) { // overflowed
+		if d > 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return at
+}
+
 func (s *sim) faulty() bool { return s.elapsed < s.w.FaultsEnd }
 
 // initStreams names the streams, spreads the workload over them (event i
@@ -332,10 +349,10 @@ func (s *sim) simulate() error {
 	for i := range w.Events {
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
-		s.q.scheduleOffer(Epoch.Add(at), doOffer, i, 1)
+		s.q.scheduleOffer(at, doOffer, i, 1)
 		if w.Producer.SendTwice {
 			again := at + between(s.rProducer, 0, w.Producer.TwiceDelay)
-			s.q.scheduleOffer(Epoch.Add(again), doOffer, i, 2)
+			s.q.scheduleOffer(again, doOffer, i, 2)
 		}
 	}
 	// Restarts: fixed, then drawn.
@@ -441,7 +458,7 @@ func (s *sim) offer(i, copy int) {
 	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
 	s.enqueue(i, payload)
 	// The producer keeps the event until it is acknowledged.
-	s.q.scheduleOffer(s.now.Add(s.w.Producer.AckTimeout), doAckTimeout, i, copy)
+	s.q.scheduleOffer(s.after(s.w.Producer.AckTimeout), doAckTimeout, i, copy)
 }
 
 // ackTimeout is the producer's wait for offer copy of event i ending: it
@@ -475,19 +492,19 @@ func (s *sim) send(n *node, x worker.Send) {
 	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, event: s.eventIndex(x.ID)}
 	s.track(f)
 	attempt := x.Attempt.Attempt
-	s.q.scheduleAnswer(s.now.Add(c.ClientTimeout), f, answerTimeout)
+	s.q.scheduleAnswer(s.after(c.ClientTimeout), f, answerTimeout)
 	switch {
 	case s.inWindows(c.Outages):
 		s.note(nil, opOutage, str(x.ID), num(attempt))
 		s.coverSend(x, FaultOutage)
 		f.outcome, f.why = machine.OutcomeFailed, "connection refused"
-		s.q.scheduleAnswer(s.now.Add(c.LatencyMin), f, answerChannel)
+		s.q.scheduleAnswer(s.after(c.LatencyMin), f, answerChannel)
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.note(nil, opFlap, str(x.ID), num(attempt))
 		s.coverSend(x, FaultFlap)
 		f.outcome, f.why = machine.OutcomeFailed, "502 from the flapping link"
-		s.q.scheduleAnswer(s.now.Add(s.latency()), f, answerChannel)
+		s.q.scheduleAnswer(s.after(s.latency()), f, answerChannel)
 		return
 	}
 	arrive := s.latency()
@@ -498,7 +515,7 @@ func (s *sim) send(n *node, x worker.Send) {
 	}
 	f.lose = s.faulty() && chance(s.rChannel, c.LostAckRate)
 	f.back = s.latency()
-	s.q.scheduleArrival(s.now.Add(arrive), f)
+	s.q.scheduleArrival(s.after(arrive), f)
 }
 
 // flight is one attempt on the fake channel, from its send until the
@@ -586,7 +603,7 @@ func (s *sim) arrive(f *flight) {
 	if v == rejectedPoison || v == rejectedStubborn {
 		f.retryAfter = s.w.Receiver.RetryAfter
 	}
-	s.q.scheduleAnswer(s.now.Add(f.back), f, answerChannel)
+	s.q.scheduleAnswer(s.after(f.back), f, answerChannel)
 }
 
 // answer hands f's sender one of its outcomes, unless it has one already.
@@ -637,7 +654,7 @@ func (s *sim) probe(n *node, p worker.Probe) {
 	}
 	pr := s.buf.probes.new()
 	*pr = probing{n: n, p: p, healthy: healthy}
-	s.q.scheduleProbeAnswer(s.now.Add(delay), pr)
+	s.q.scheduleProbeAnswer(s.after(delay), pr)
 }
 
 // probing is one probe on the fake channel, until its answer comes.
