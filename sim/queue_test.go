@@ -244,6 +244,35 @@ func TestAfterIsAddThenKey(t *testing.T) {
 	}
 }
 
+// TestAppendQuoteIsStrconv holds appendQuote to strconv.AppendQuote for
+// the workload's IDs, every single byte, and random strings of bytes that
+// need quoting and bytes that do not, invalid UTF-8 included.
+func TestAppendQuoteIsStrconv(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var cases []string
+	for i := range 1500 {
+		cases = append(cases, EventID(i))
+	}
+	for c := range 256 {
+		cases = append(cases, string([]byte{byte(c)}), "e"+string([]byte{byte(c)})+"1")
+	}
+	alphabet := []byte("e019 ~\x7f\"\\\n\t\x00\xff\xc3\xa9\xe2\x82\xac")
+	for range 20_000 {
+		b := make([]byte, r.IntN(8))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b), "héllo", "")
+	}
+	for _, id := range cases {
+		prefix := []byte(`{"event":`)
+		got := appendQuote(slices.Clone(prefix), id)
+		if want := strconv.AppendQuote(slices.Clone(prefix), id); string(got) != string(want) {
+			t.Fatalf("appendQuote(%q) = %s, want %s", id, got, want)
+		}
+	}
+}
+
 // TestQueueAgainstSort pushes and pops happenings at random and holds
 // every pop to the earliest pending one by (instant, scheduling order),
 // found by a plain scan. Some are pushed while the last one popped is
