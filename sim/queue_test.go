@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,6 +365,38 @@ func TestEventIDsAreEventID(t *testing.T) {
 
 // TestStreamIndexIsStreamName holds streamIndex to StreamName for worlds
 // of one stream, of up to 99 (the fast path) and of more.
+// TestEventIndexIsAtoi holds eventIndex, fast path included, to the
+// plain parse it shortcuts: the same index for every ID of workloads of
+// several sizes and for odd spellings, the same panic for the rest.
+func TestEventIndexIsAtoi(t *testing.T) {
+	plain := func(s *sim, id string) (i int, ok bool) {
+		n, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
+		return n - 1, err == nil && n >= 1 && n <= len(s.ids)
+	}
+	try := func(s *sim, id string) (i int, ok bool) {
+		defer func() {
+			if p := recover(); p != nil {
+				if want := fmt.Sprintf("sim: %q is not an event of the workload", id); p != want {
+					t.Fatalf("eventIndex(%q) panicked with %v, want %q", id, p, want)
+				}
+				ok = false
+			}
+		}()
+		return s.eventIndex(id), true
+	}
+	odd := []string{"e000", "e0", "e1", "e01", "e0001", "e999", "e1000", "e+01", "e-01", "e 01", "E001", "x001", "e/01", "e:01", "e", "", "001", "ee01", "e00a"}
+	for _, n := range []int{0, 1, 9, 10, 99, 100, 999, 1000, 1500} {
+		s := &sim{ids: (&buffers{}).eventIDs(n)}
+		cases := append(slices.Clone(odd), s.ids...)
+		for _, id := range cases {
+			wantI, wantOK := plain(s, id)
+			if gotI, gotOK := try(s, id); gotOK != wantOK || (wantOK && gotI != wantI) {
+				t.Fatalf("with %d events, eventIndex(%q) = %d, %v; want %d, %v", n, id, gotI, gotOK, wantI, wantOK)
+			}
+		}
+	}
+}
+
 func TestStreamIndexIsStreamName(t *testing.T) {
 	for _, n := range []int{1, 2, 10, 99, 100, 150} {
 		s := &sim{streams: make([]string, n)}
