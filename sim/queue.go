@@ -49,8 +49,9 @@ const (
 // duration, so this is the instant it was scheduled at, exactly.
 func (h *happening) at() time.Time { return epochAdd(time.Duration(h.key)) }
 
-// epochUnix is Epoch in Unix seconds.
-var epochUnix = Epoch.Unix()
+// epochUnix and epochNano are Epoch's Unix seconds and nanoseconds,
+// read once, not from Epoch at every instant keyed.
+var epochUnix, epochNano = Epoch.Unix(), Epoch.Nanosecond()
 
 // epochAdd is Epoch.Add(d), the very same value, built as time.Unix
 // builds an instant, which inlines, rather than by Add, which does not and
@@ -175,8 +176,8 @@ func key(at time.Time) int64 { return int64(sinceEpoch(at)) }
 // Epoch: every scheduled happening and every traced instant pays it.
 func sinceEpoch(t time.Time) time.Duration {
 	const near = 1 << 33 // seconds, about 272 years: the sum cannot overflow
-	if s := t.Unix() - Epoch.Unix(); s > -near && s < near {
-		return time.Duration(s)*time.Second + time.Duration(t.Nanosecond()-Epoch.Nanosecond())
+	if s := t.Unix() - epochUnix; s > -near && s < near {
+		return time.Duration(s)*time.Second + time.Duration(t.Nanosecond()-epochNano)
 	}
 	return t.Sub(Epoch) // saturated, as Sub does, for a zero or far instant
 }
