@@ -51,6 +51,8 @@ type Store struct {
 	claimable claimBound
 	// slab is where newRec cuts the next records from.
 	slab []rec
+	// bytes is where copyBytes cuts the next payload copies from.
+	bytes []byte
 	// plain turns every shortcut off (granted, Pending's nothing-new
 	// answer, Save's marks, ClaimDue's bound and due summaries): set
 	// only by the tests, which run a plain store beside a normal one and
@@ -128,9 +130,8 @@ func (s *Store) Records(streamName string) []machine.Record {
 		return nil
 	}
 	out := make([]machine.Record, len(st.recs))
-	buf := make([]byte, payloadBytes(st.recs))
 	for i, r := range st.recs {
-		out[i] = toMachine(r, &buf)
+		out[i] = s.toMachine(r)
 	}
 	return out
 }
@@ -200,21 +201,21 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 		if r.Stream != streamName {
 			return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, r.Stream)
 		}
-		return clone(r.Record), false, nil
+		return s.clone(r.Record), false, nil
 	}
 	st := s.stream(streamName)
 	st.lastSeq++
 	r := s.newRec()
 	r.Record = store.Record{
 		Event: store.Event{
-			Stream: streamName, ID: id, Seq: st.lastSeq, Payload: bytes.Clone(payload), AcceptedAt: now,
+			Stream: streamName, ID: id, Seq: st.lastSeq, Payload: s.copyBytes(payload), AcceptedAt: now,
 		},
 		Delivery: store.Delivery{State: machine.Pending, NextAt: now},
 	}
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
 	s.changed(st)
-	return clone(r.Record), true, nil
+	return s.clone(r.Record), true, nil
 }
 
 // newRec returns a zero record, cut from s.slab: records are allocated
@@ -381,22 +382,22 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 		return nil, nil
 	}
 	// Two passes: the first finds the page, so that the second can copy
-	// it with two allocations (records, payloads) whatever its length.
+	// it with one allocation for the records whatever its length (the
+	// payloads come from copyBytes).
 	recs := st.recs[st.firstAfter(after):]
-	n, end, size := 0, 0, 0
+	n, end := 0, 0
 	for ; end < len(recs) && n < limit; end++ {
-		if r := recs[end]; !r.State.Terminal() {
-			n, size = n+1, size+len(r.Payload)
+		if !recs[end].State.Terminal() {
+			n++
 		}
 	}
 	if n == 0 {
 		return nil, nil
 	}
 	out := make([]machine.Record, 0, n)
-	buf := make([]byte, size)
 	for _, r := range recs[:end] {
 		if !r.State.Terminal() {
-			out = append(out, toMachine(r, &buf))
+			out = append(out, s.toMachine(r))
 		}
 	}
 	return out, nil
@@ -502,7 +503,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	if !ok {
 		return store.Record{}, &notFound{id: id}
 	}
-	return clone(r.Record), nil
+	return s.clone(r.Record), nil
 }
 
 // notFound is Get's store.ErrNotFound, which the simulator's coverage
@@ -538,7 +539,7 @@ func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64
 			break
 		}
 		if r.State == machine.Dead {
-			out = append(out, clone(r.Record))
+			out = append(out, s.clone(r.Record))
 		}
 	}
 	return out, nil
@@ -585,7 +586,7 @@ func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.
 		return store.Record{}, err
 	}
 	act(&r.Record, s.streams[r.Stream], now)
-	return clone(r.Record), nil
+	return s.clone(r.Record), nil
 }
 
 // DeleteSettled implements store.Store.
@@ -798,36 +799,47 @@ func (s *Store) changed(st *stream) {
 	s.claimable.known = false
 }
 
-// payloadBytes is the total length of recs' payloads.
-func payloadBytes(recs []*rec) int {
-	n := 0
-	for _, r := range recs {
-		n += len(r.Payload)
-	}
-	return n
-}
-
 // toMachine is r in the machine's form (store.Record.Machine) with its
-// own copy of the payload, cut from the front of *buf: a page of records
-// takes one allocation for all its payloads instead of one each. Each
-// copy's capacity ends at its length, so appending to one never reaches
-// the next. A nil payload stays nil, as bytes.Clone leaves it.
-func toMachine(r *rec, buf *[]byte) machine.Record {
+// own copy of the payload.
+func (s *Store) toMachine(r *rec) machine.Record {
 	m := r.Machine()
-	if m.Payload != nil {
-		n := len(m.Payload)
-		p := (*buf)[:n:n]
-		copy(p, m.Payload)
-		*buf = (*buf)[n:]
-		m.Payload = p
-	}
+	m.Payload = s.copyBytes(m.Payload)
 	return m
 }
 
 // clone copies r with its own payload and history, so that no caller
 // shares memory with the store.
-func clone(r store.Record) store.Record {
-	r.Payload = bytes.Clone(r.Payload)
+func (s *Store) clone(r store.Record) store.Record {
+	r.Payload = s.copyBytes(r.Payload)
 	r.History = slices.Clone(r.History)
 	return r
 }
+
+// copyBytes returns a copy of p cut from s.bytes, a chunk shared by the
+// payloads the store keeps and the copies it hands out: one allocation
+// per bytesChunk bytes where bytes.Clone made one per payload (two per
+// Enqueue). Each copy's capacity ends at its length, so appending to one
+// never reaches the next, and nobody writes into a kept payload, so a
+// caller's copy beside one is still the caller's alone. A copy keeps its
+// whole chunk alive, which an in-memory store can afford. A nil p stays
+// nil and an empty one empty, as bytes.Clone leaves them. The caller
+// holds s.mu.
+func (s *Store) copyBytes(p []byte) []byte {
+	n := len(p)
+	switch {
+	case p == nil:
+		return nil
+	case n == 0:
+		return []byte{}
+	case n > bytesChunk/4:
+		return bytes.Clone(p) // a chunk would hold too few
+	case cap(s.bytes)-len(s.bytes) < n:
+		s.bytes = make([]byte, 0, bytesChunk)
+	}
+	i := len(s.bytes)
+	s.bytes = append(s.bytes, p...)
+	return s.bytes[i : i+n : i+n]
+}
+
+// bytesChunk is how many bytes copyBytes allocates at once.
+const bytesChunk = 4096
