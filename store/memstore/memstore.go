@@ -53,6 +53,8 @@ type Store struct {
 	slab []rec
 	// bytes is where copyBytes cuts the next payload copies from.
 	bytes []byte
+	// pages is where page cuts Pending's next answers from.
+	pages []machine.Record
 	// plain turns every shortcut off (granted, Pending's nothing-new
 	// answer, Save's marks, ClaimDue's bound and due summaries): set
 	// only by the tests, which run a plain store beside a normal one and
@@ -382,8 +384,8 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 		return nil, nil
 	}
 	// Two passes: the first finds the page, so that the second can copy
-	// it with one allocation for the records whatever its length (the
-	// payloads come from copyBytes).
+	// it into a slice of its length (from page; the payloads come from
+	// copyBytes).
 	recs := st.recs[st.firstAfter(after):]
 	n, end := 0, 0
 	for ; end < len(recs) && n < limit; end++ {
@@ -394,7 +396,7 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	if n == 0 {
 		return nil, nil
 	}
-	out := make([]machine.Record, 0, n)
+	out := s.page(n)
 	for _, r := range recs[:end] {
 		if !r.State.Terminal() {
 			out = append(out, s.toMachine(r))
@@ -814,6 +816,26 @@ func (s *Store) clone(r store.Record) store.Record {
 	r.History = slices.Clone(r.History)
 	return r
 }
+
+// page returns an empty slice with room for n records, cut from
+// s.pages: Pending's answers share a chunk, one allocation per pageChunk
+// records where each page made one, and most pages hold one record. As
+// with copyBytes, each slice's capacity ends at its own records, so the
+// caller owns them alone, and keeps the chunk alive. The caller holds s.mu.
+func (s *Store) page(n int) []machine.Record {
+	switch {
+	case n > pageChunk/4:
+		return make([]machine.Record, 0, n) // a chunk would hold too few
+	case cap(s.pages)-len(s.pages) < n:
+		s.pages = make([]machine.Record, 0, pageChunk)
+	}
+	i := len(s.pages)
+	s.pages = s.pages[:i+n]
+	return s.pages[i : i : i+n]
+}
+
+// pageChunk is how many records page allocates at once.
+const pageChunk = 16
 
 // copyBytes returns a copy of p cut from s.bytes, a chunk shared by the
 // payloads the store keeps and the copies it hands out: one allocation
