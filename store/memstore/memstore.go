@@ -91,6 +91,9 @@ var _ store.Store = (*Store)(nil)
 // idsHint is the room New makes for IDs: about a simulated run's events.
 const idsHint = 64
 
+// batchHint is the room New makes in Save's scratch.
+const batchHint = 8
+
 // New returns an empty store whose authoritative clock is now. It panics
 // if now is nil: a store without a clock cannot judge a lease.
 func New(now func() time.Time) *Store {
@@ -104,6 +107,9 @@ func New(now func() time.Time) *Store {
 		// map from empty cost a simulated Enqueue more than the rest of
 		// it.
 		ids: make(map[string]*rec, idsHint),
+		// Room for a worker's batches, which grew the scratch from
+		// empty at a simulated run's first Saves.
+		batch: make([]*rec, 0, batchHint),
 	}
 }
 
@@ -423,9 +429,10 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	}
 	batch, err := s.checkBatch(l, ups)
 	if err == nil {
-		s.apply(batch, ups, now)
+		s.apply(batch, ups, now) // which clears batch as it goes
+	} else {
+		clear(batch) // the scratch keeps no record alive
 	}
-	clear(batch) // the scratch keeps no record alive
 	s.batch = batch[:0]
 	s.changed(st)
 	return err
@@ -460,10 +467,14 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 	return batch, nil
 }
 
-// apply writes ups into their records, batch, all checked.
+// apply writes ups into their records, batch, all checked, and clears
+// batch, so that the scratch keeps no record alive: a batch holds a
+// record or two, and clearing it as it is read costs less than calling
+// the runtime to clear it.
 func (s *Store) apply(batch []*rec, ups []store.Update, now time.Time) {
 	for i, u := range ups {
 		r := batch[i]
+		batch[i] = nil
 		if r.State.Terminal() {
 			continue // checked equal: a terminal record never changes at all
 		}
