@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
@@ -41,6 +42,13 @@ type Store struct {
 	// when the stream's current token and name are the lease's, and asks
 	// s.streams otherwise.
 	granted [grantedSlots]*stream
+	// found remembers the records Save found by ID, each in a slot
+	// picked from the address of its ID's bytes: a worker names a record
+	// by the very string Pending gave it, which is the one Enqueue kept,
+	// and comparing addresses costs a fraction of hashing the ID. A slot
+	// is trusted only if its record is not deleted and its ID is the
+	// same string, not merely an equal one; Save asks s.ids otherwise.
+	found [foundSlots]*rec
 	// batches counts the Saves that got past the lease check, and batch
 	// holds the records of the current one: Save's scratch, kept to be
 	// reused, empty between calls.
@@ -66,6 +74,13 @@ type Store struct {
 // simulated fleet holds at once, whose tokens are mostly consecutive.
 const grantedSlots = 64
 
+// foundSlots is the length of Store.found: a few times a simulated
+// run's events, so that few of them share a slot.
+const (
+	foundBits  = 8
+	foundSlots = 1 << foundBits
+)
+
 // stream holds one stream's records and its current lease. A stream can
 // exist with no records, when a lease was acquired on it before anything
 // was enqueued, or once retention deleted them all.
@@ -84,6 +99,9 @@ type rec struct {
 	// batch is the number (Store.batches) of the latest Save that named
 	// the record.
 	batch uint64
+	// deleted is set when the record leaves s.ids, so that Store.found
+	// never answers with it again.
+	deleted bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -222,6 +240,7 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 	}
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
+	s.found[foundSlot(id)] = r // the worker will save it under this ID
 	s.changed(st)
 	return s.clone(r.Record), true, nil
 }
@@ -447,7 +466,7 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 	batch := s.batch[:0]
 	for i := range ups {
 		u := &ups[i]
-		r, ok := s.ids[u.ID]
+		r, ok := s.find(u.ID)
 		switch {
 		case !ok:
 			return batch, fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
@@ -494,9 +513,42 @@ func (s *Store) twice(batch []*rec, r *rec) bool {
 	return r.batch == s.batches
 }
 
+// find returns the record with id, as s.ids does, asking s.found first
+// (the plain store does not).
+func (s *Store) find(id string) (*rec, bool) {
+	slot := &s.found[foundSlot(id)]
+	if r := *slot; r != nil && !r.deleted && same(r.ID, id) && !s.plain {
+		return r, true
+	}
+	r, ok := s.ids[id]
+	if ok {
+		*slot = r
+	}
+	return r, ok
+}
+
+// foundSlot is id's slot in Store.found: the address of its bytes,
+// scrambled (Fibonacci hashing), since strings allocated together lie a
+// few bytes apart.
+func foundSlot(id string) uint {
+	return uint(uint64(uintptr(unsafe.Pointer(unsafe.StringData(id)))) * 0x9e3779b97f4a7c15 >> (64 - foundBits))
+}
+
+// same reports whether a and b are the same string: the same bytes, not
+// merely equal ones.
+func same(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// remove deletes r from s.ids.
+func (s *Store) remove(r *rec) {
+	delete(s.ids, r.ID)
+	r.deleted = true
+}
+
 // drop deletes a record outright (the planted bug DeadLettersDropped).
 func (s *Store) drop(r *rec) {
-	delete(s.ids, r.ID)
+	s.remove(r)
 	st := s.streams[r.Stream]
 	st.recs = slices.DeleteFunc(st.recs, func(o *rec) bool { return o == r })
 	st.due.known = false
@@ -633,7 +685,7 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 	})
 	old = old[:min(limit, len(old))]
 	for _, r := range old {
-		delete(s.ids, r.ID)
+		s.remove(r)
 		st := s.streams[r.Stream]
 		st.recs = slices.DeleteFunc(st.recs, func(x *rec) bool { return x == r })
 		st.due.known = false // only settled records go, but recompute anyway
