@@ -896,11 +896,24 @@ func (s *Store) changed(st *stream) {
 }
 
 // toMachine is r in the machine's form (store.Record.Machine) with its
-// own copy of the payload.
+// own copy of the payload. It reads r's fields where they are: calling
+// r.Machine() copied the whole record to call a method on its value, and
+// so did BudgetFrom, which only a replayed record needs. The plain store
+// calls r.Machine().
 func (s *Store) toMachine(r *rec) machine.Record {
-	m := r.Machine()
-	m.Payload = s.copyBytes(m.Payload)
-	return m
+	if s.plain {
+		m := r.Machine()
+		m.Payload = s.copyBytes(m.Payload)
+		return m
+	}
+	from := r.AcceptedAt
+	if len(r.History) > 0 {
+		from = r.BudgetFrom()
+	}
+	return machine.Record{
+		ID: r.ID, Seq: r.Seq, Payload: s.copyBytes(r.Payload), AcceptedAt: from,
+		State: r.State, Attempts: r.Attempts, NextAt: r.NextAt, Reason: r.Reason,
+	}
 }
 
 // clone copies r with its own payload and history, so that no caller
