@@ -49,6 +49,10 @@ type Store struct {
 	// is trusted only if its record is not deleted and its ID is the
 	// same string, not merely an equal one; Save asks s.ids otherwise.
 	found [foundSlots]*rec
+	// named is found for streams, by the address of their name's bytes:
+	// a producer names a stream in the same string each time. Streams
+	// are never removed, so a slot needs no more than the same name.
+	named [namedSlots]*stream
 	// batches counts the Saves that got past the lease check, and batch
 	// holds the records of the current one: Save's scratch, kept to be
 	// reused, empty between calls.
@@ -79,6 +83,12 @@ const grantedSlots = 64
 const (
 	foundBits  = 8
 	foundSlots = 1 << foundBits
+)
+
+// namedSlots is the length of Store.named.
+const (
+	namedBits  = 4
+	namedSlots = 1 << namedBits
 )
 
 // stream holds one stream's records and its current lease. A stream can
@@ -238,7 +248,7 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 	r.State, r.NextAt = machine.Pending, now
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
-	s.found[foundSlot(id)] = r // the worker will save it under this ID
+	s.found[slotOf(id, foundBits)] = r // the worker will save it under this ID
 	s.changed(st)
 	return s.clone(&r.Record), true, nil
 }
@@ -526,7 +536,7 @@ func (s *Store) twice(batch []*rec, r *rec) bool {
 // find returns the record with id, as s.ids does, asking s.found first
 // (the plain store does not).
 func (s *Store) find(id string) (*rec, bool) {
-	slot := &s.found[foundSlot(id)]
+	slot := &s.found[slotOf(id, foundBits)]
 	if r := *slot; r != nil && !r.deleted && same(r.ID, id) && !s.plain {
 		return r, true
 	}
@@ -537,11 +547,11 @@ func (s *Store) find(id string) (*rec, bool) {
 	return r, ok
 }
 
-// foundSlot is id's slot in Store.found: the address of its bytes,
-// scrambled (Fibonacci hashing), since strings allocated together lie a
-// few bytes apart.
-func foundSlot(id string) uint {
-	return uint(uint64(uintptr(unsafe.Pointer(unsafe.StringData(id)))) * 0x9e3779b97f4a7c15 >> (64 - foundBits))
+// slotOf is str's slot in a table of 1<<bits (Store.found, Store.named):
+// the address of its bytes, scrambled (Fibonacci hashing), since strings
+// allocated together lie a few bytes apart.
+func slotOf(str string, bits uint) uint {
+	return uint(uint64(uintptr(unsafe.Pointer(unsafe.StringData(str)))) * 0x9e3779b97f4a7c15 >> (64 - bits))
 }
 
 // same reports whether a and b are the same string: the same bytes, not
@@ -719,8 +729,13 @@ func (s *Store) checkAvailable(op string) error {
 	return nil
 }
 
-// stream returns the stream named name, creating it empty if needed.
+// stream returns the stream named name, creating it empty if needed. It
+// asks s.named first (the plain store does not).
 func (s *Store) stream(name string) *stream {
+	slot := &s.named[slotOf(name, namedBits)]
+	if st := *slot; st != nil && same(st.name, name) && !s.plain {
+		return st
+	}
 	st := s.streams[name]
 	if st == nil {
 		// Room for a few records: appending from empty grew the slice
@@ -730,6 +745,7 @@ func (s *Store) stream(name string) *stream {
 		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
 		s.byName = slices.Insert(s.byName, i, st)
 	}
+	*slot = st
 	return st
 }
 
