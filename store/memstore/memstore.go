@@ -466,7 +466,7 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if err != nil {
 		return err
 	}
-	batch, err := s.checkBatch(l, ups)
+	batch, err := s.checkBatch(l.Stream, ups)
 	if err == nil {
 		s.apply(batch, ups, now) // which clears batch as it goes
 	} else {
@@ -481,7 +481,7 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 // them in s.batch, which the caller clears. Each is found once and marked
 // with the batch's number: a mark already there is a second mention,
 // found without a set of the batch's IDs.
-func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
+func (s *Store) checkBatch(stream string, ups []store.Update) ([]*rec, error) {
 	s.batches++
 	batch := s.batch[:0]
 	for i := range ups {
@@ -494,8 +494,8 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 			// Two versions of one record in one batch: which one is
 			// the new history is ambiguous, so neither is.
 			return batch, fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
-		case r.Stream != l.Stream:
-			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
+		case !equal(r.Stream, stream):
+			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, stream)
 		}
 		r.batch = s.batches
 		if err := store.CheckUpdate(&r.Record, u); err != nil {
@@ -511,13 +511,13 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 // record or two, and clearing it as it is read costs less than calling
 // the runtime to clear it.
 func (s *Store) apply(batch []*rec, ups []store.Update, now time.Time) {
-	for i, u := range ups {
+	for i := range ups { // by index: an Update is 80 bytes
 		r := batch[i]
 		batch[i] = nil
 		if r.State.Terminal() {
 			continue // checked equal: a terminal record never changes at all
 		}
-		store.Apply(&r.Record, u, now)
+		store.Apply(&r.Record, ups[i], now)
 		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
 			s.drop(r) // the planted bug: a dead letter is deleted, not kept
 		}
