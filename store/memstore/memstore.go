@@ -63,8 +63,10 @@ type Store struct {
 	claimable claimBound
 	// slab is where newRec cuts the next records from.
 	slab []rec
-	// bytes is where copyBytes cuts the next payload copies from.
-	bytes []byte
+	// kept is where copyBytes cuts the payloads the store keeps from, and
+	// handed the copies it hands out: apart, so that a chunk of copies
+	// dies with the callers' use of them, not with the store.
+	kept, handed []byte
 	// pages is where page cuts Pending's next answers from.
 	pages []machine.Record
 	// plain turns every shortcut off (granted, Pending's nothing-new
@@ -244,7 +246,7 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 	// Field by field into the zero record: a composite literal was built
 	// aside and then copied, all 250 bytes of it.
 	r := s.newRec()
-	r.Stream, r.ID, r.Seq, r.Payload, r.AcceptedAt = streamName, id, st.lastSeq, s.copyBytes(payload), now
+	r.Stream, r.ID, r.Seq, r.Payload, r.AcceptedAt = streamName, id, st.lastSeq, copyBytes(&s.kept, payload), now
 	r.State, r.NextAt = machine.Pending, now
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
@@ -917,7 +919,7 @@ func (s *Store) changed(st *stream) {
 func (s *Store) toMachine(r *rec) machine.Record {
 	if s.plain {
 		m := r.Machine()
-		m.Payload = s.copyBytes(m.Payload)
+		m.Payload = copyBytes(&s.handed, m.Payload)
 		return m
 	}
 	from := r.AcceptedAt
@@ -925,7 +927,7 @@ func (s *Store) toMachine(r *rec) machine.Record {
 		from = r.BudgetFrom()
 	}
 	return machine.Record{
-		ID: r.ID, Seq: r.Seq, Payload: s.copyBytes(r.Payload), AcceptedAt: from,
+		ID: r.ID, Seq: r.Seq, Payload: copyBytes(&s.handed, r.Payload), AcceptedAt: from,
 		State: r.State, Attempts: r.Attempts, NextAt: r.NextAt, Reason: r.Reason,
 	}
 }
@@ -935,7 +937,7 @@ func (s *Store) toMachine(r *rec) machine.Record {
 // 250 bytes, copied once here rather than again into the call.
 func (s *Store) clone(r *store.Record) store.Record {
 	c := *r
-	c.Payload = s.copyBytes(r.Payload)
+	c.Payload = copyBytes(&s.handed, r.Payload)
 	c.History = slices.Clone(r.History)
 	return c
 }
@@ -960,16 +962,15 @@ func (s *Store) page(n int) []machine.Record {
 // pageChunk is how many records page allocates at once.
 const pageChunk = 16
 
-// copyBytes returns a copy of p cut from s.bytes, a chunk shared by the
-// payloads the store keeps and the copies it hands out: one allocation
-// per bytesChunk bytes where bytes.Clone made one per payload (two per
-// Enqueue). Each copy's capacity ends at its length, so appending to one
-// never reaches the next, and nobody writes into a kept payload, so a
-// caller's copy beside one is still the caller's alone. A copy keeps its
-// whole chunk alive, which an in-memory store can afford. A nil p stays
-// nil and an empty one empty, as bytes.Clone leaves them. The caller
-// holds s.mu.
-func (s *Store) copyBytes(p []byte) []byte {
+// copyBytes returns a copy of p cut from *chunk: one allocation per
+// bytesChunk bytes where bytes.Clone made one per payload (two per
+// Enqueue, one per record a Pending page holds). Each copy's capacity
+// ends at its length, so appending to one never reaches the next: a
+// caller's copy is still the caller's alone. A copy keeps its whole
+// chunk alive, which an in-memory store can afford. A nil p stays nil
+// and an empty one empty, as bytes.Clone leaves them. The caller holds
+// s.mu.
+func copyBytes(chunk *[]byte, p []byte) []byte {
 	n := len(p)
 	switch {
 	case p == nil:
@@ -978,12 +979,12 @@ func (s *Store) copyBytes(p []byte) []byte {
 		return []byte{}
 	case n > bytesChunk/4:
 		return bytes.Clone(p) // a chunk would hold too few
-	case cap(s.bytes)-len(s.bytes) < n:
-		s.bytes = make([]byte, 0, bytesChunk)
+	case cap(*chunk)-len(*chunk) < n:
+		*chunk = make([]byte, 0, bytesChunk)
 	}
-	i := len(s.bytes)
-	s.bytes = append(s.bytes, p...)
-	return s.bytes[i : i+n : i+n]
+	i := len(*chunk)
+	*chunk = append(*chunk, p...)
+	return (*chunk)[i : i+n : i+n]
 }
 
 // bytesChunk is how many bytes copyBytes allocates at once.
