@@ -69,9 +69,10 @@ type Store struct {
 	kept, handed []byte
 	// pages is where page cuts Pending's next answers from.
 	pages []machine.Record
-	// plain turns every shortcut off (granted, Pending's nothing-new
-	// answer, Save's marks, ClaimDue's bound and due summaries): set
-	// only by the tests, which run a plain store beside a normal one and
+	// plain turns every shortcut off (granted and current, found,
+	// named, Pending's nothing-new answer, Save's marks, ClaimDue's
+	// bound and due summaries, toMachine's reading in place): set only
+	// by the tests, which run a plain store beside a normal one and
 	// compare every answer.
 	plain bool
 }
