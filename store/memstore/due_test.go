@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
@@ -94,4 +95,14 @@ func changeOne(ctx context.Context, s *Store, rng *rand.Rand, stream string, now
 	u.NextAt = now.Add(time.Duration(rng.IntN(40)-8) * tick)
 	s.Save(ctx, l, []store.Update{u}) // refused now and then: no matter
 	s.Release(ctx, l)
+}
+
+// TestRecFitsSlab: newRec allocates recSlab records at once, and a record
+// of 256 bytes makes that exactly a 4096-byte size class. One more word
+// moves the slab to the next class (4864 bytes), 48 bytes more a record.
+func TestRecFitsSlab(t *testing.T) {
+	const size = 4096 / recSlab
+	if got := unsafe.Sizeof(rec{}); got > size {
+		t.Fatalf("a record takes %d bytes, over the %d that fit %d to a 4096-byte slab", got, size, recSlab)
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
@@ -41,6 +43,17 @@ type Store struct {
 	// when the stream's current token and name are the lease's, and asks
 	// s.streams otherwise.
 	granted [grantedSlots]*stream
+	// found remembers the records Save found by ID, each in a slot
+	// picked from the address of its ID's bytes: a worker names a record
+	// by the very string Pending gave it, which is the one Enqueue kept,
+	// and comparing addresses costs a fraction of hashing the ID. A slot
+	// is trusted only if its record is not deleted and its ID is the
+	// same string, not merely an equal one; Save asks s.ids otherwise.
+	found [foundSlots]*rec
+	// named is found for streams, by the address of their name's bytes:
+	// a producer names a stream in the same string each time. Streams
+	// are never removed, so a slot needs no more than the same name.
+	named [namedSlots]*stream
 	// batches counts the Saves that got past the lease check, and batch
 	// holds the records of the current one: Save's scratch, kept to be
 	// reused, empty between calls.
@@ -51,9 +64,16 @@ type Store struct {
 	claimable claimBound
 	// slab is where newRec cuts the next records from.
 	slab []rec
-	// plain turns every shortcut off (granted, Pending's nothing-new
-	// answer, Save's marks, ClaimDue's bound and due summaries): set
-	// only by the tests, which run a plain store beside a normal one and
+	// kept is where copyBytes cuts the payloads the store keeps from, and
+	// handed the copies it hands out: apart, so that a chunk of copies
+	// dies with the callers' use of them, not with the store.
+	kept, handed []byte
+	// pages is where page cuts Pending's next answers from.
+	pages []machine.Record
+	// plain turns every shortcut off (granted and current, found,
+	// named, Pending's nothing-new answer, Save's marks, ClaimDue's
+	// bound and due summaries, toMachine's reading in place): set only
+	// by the tests, which run a plain store beside a normal one and
 	// compare every answer.
 	plain bool
 }
@@ -61,6 +81,19 @@ type Store struct {
 // grantedSlots is the length of Store.granted: more than the streams a
 // simulated fleet holds at once, whose tokens are mostly consecutive.
 const grantedSlots = 64
+
+// foundSlots is the length of Store.found: a few times a simulated
+// run's events, so that few of them share a slot.
+const (
+	foundBits  = 8
+	foundSlots = 1 << foundBits
+)
+
+// namedSlots is the length of Store.named.
+const (
+	namedBits  = 4
+	namedSlots = 1 << namedBits
+)
 
 // stream holds one stream's records and its current lease. A stream can
 // exist with no records, when a lease was acquired on it before anything
@@ -78,14 +111,24 @@ type stream struct {
 type rec struct {
 	store.Record
 	// batch is the number (Store.batches) of the latest Save that named
-	// the record.
+	// the record, or deleted once it left s.ids, so that Store.found never
+	// answers with it again. (A field of its own for that made a record
+	// 264 bytes, and newRec's slab of 16 a size class of 4864 bytes where
+	// it was 4096: see TestRecFitsSlab.)
 	batch uint64
 }
+
+// deleted is rec.batch once the record is deleted: a Save number no
+// store reaches.
+const deleted = math.MaxUint64
 
 var _ store.Store = (*Store)(nil)
 
 // idsHint is the room New makes for IDs: about a simulated run's events.
 const idsHint = 64
+
+// batchHint is the room New makes in Save's scratch.
+const batchHint = 8
 
 // New returns an empty store whose authoritative clock is now. It panics
 // if now is nil: a store without a clock cannot judge a lease.
@@ -100,6 +143,9 @@ func New(now func() time.Time) *Store {
 		// map from empty cost a simulated Enqueue more than the rest of
 		// it.
 		ids: make(map[string]*rec, idsHint),
+		// Room for a worker's batches, which grew the scratch from
+		// empty at a simulated run's first Saves.
+		batch: make([]*rec, 0, batchHint),
 	}
 }
 
@@ -128,9 +174,8 @@ func (s *Store) Records(streamName string) []machine.Record {
 		return nil
 	}
 	out := make([]machine.Record, len(st.recs))
-	buf := make([]byte, payloadBytes(st.recs))
 	for i, r := range st.recs {
-		out[i] = toMachine(r, &buf)
+		out[i] = s.toMachine(r)
 	}
 	return out
 }
@@ -200,21 +245,20 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 		if r.Stream != streamName {
 			return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, streamName, r.Stream)
 		}
-		return clone(r.Record), false, nil
+		return s.clone(&r.Record), false, nil
 	}
 	st := s.stream(streamName)
 	st.lastSeq++
+	// Field by field into the zero record: a composite literal was built
+	// aside and then copied, all 250 bytes of it.
 	r := s.newRec()
-	r.Record = store.Record{
-		Event: store.Event{
-			Stream: streamName, ID: id, Seq: st.lastSeq, Payload: bytes.Clone(payload), AcceptedAt: now,
-		},
-		Delivery: store.Delivery{State: machine.Pending, NextAt: now},
-	}
+	r.Stream, r.ID, r.Seq, r.Payload, r.AcceptedAt = streamName, id, st.lastSeq, copyBytes(&s.kept, payload), now
+	r.State, r.NextAt = machine.Pending, now
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
+	s.found[slotOf(id, foundBits)] = r // the worker will save it under this ID
 	s.changed(st)
-	return clone(r.Record), true, nil
+	return s.clone(&r.Record), true, nil
 }
 
 // newRec returns a zero record, cut from s.slab: records are allocated
@@ -328,7 +372,10 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	if err := s.checkAvailable("renew"); err != nil {
 		return store.Lease{}, err
 	}
-	st, err := s.held("renew", l, now)
+	st, err := s.current(&l, now), error(nil)
+	if st == nil {
+		st, err = s.held("renew", l, now)
+	}
 	if err != nil {
 		return store.Lease{}, err
 	}
@@ -350,7 +397,10 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 	if err := s.checkAvailable("release"); err != nil {
 		return err
 	}
-	st, err := s.held("release", l, now)
+	st, err := s.current(&l, now), error(nil)
+	if st == nil {
+		st, err = s.held("release", l, now)
+	}
 	if err != nil {
 		return err
 	}
@@ -370,7 +420,10 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
-	st, err := s.held("pending", l, now)
+	st, err := s.current(&l, now), error(nil)
+	if st == nil {
+		st, err = s.held("pending", l, now)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -381,22 +434,22 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 		return nil, nil
 	}
 	// Two passes: the first finds the page, so that the second can copy
-	// it with two allocations (records, payloads) whatever its length.
+	// it into a slice of its length (from page; the payloads come from
+	// copyBytes).
 	recs := st.recs[st.firstAfter(after):]
-	n, end, size := 0, 0, 0
+	n, end := 0, 0
 	for ; end < len(recs) && n < limit; end++ {
-		if r := recs[end]; !r.State.Terminal() {
-			n, size = n+1, size+len(r.Payload)
+		if !recs[end].State.Terminal() {
+			n++
 		}
 	}
 	if n == 0 {
 		return nil, nil
 	}
-	out := make([]machine.Record, 0, n)
-	buf := make([]byte, size)
+	out := s.page(n)
 	for _, r := range recs[:end] {
 		if !r.State.Terminal() {
-			out = append(out, toMachine(r, &buf))
+			out = append(out, s.toMachine(r))
 		}
 	}
 	return out, nil
@@ -414,15 +467,19 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if err := s.checkAvailable("save"); err != nil {
 		return err
 	}
-	st, err := s.held("save", l, now)
+	st, err := s.current(&l, now), error(nil)
+	if st == nil {
+		st, err = s.held("save", l, now)
+	}
 	if err != nil {
 		return err
 	}
-	batch, err := s.checkBatch(l, ups)
+	batch, err := s.checkBatch(l.Stream, ups)
 	if err == nil {
-		s.apply(batch, ups, now)
+		s.apply(batch, ups, now) // which clears batch as it goes
+	} else {
+		clear(batch) // the scratch keeps no record alive
 	}
-	clear(batch) // the scratch keeps no record alive
 	s.batch = batch[:0]
 	s.changed(st)
 	return err
@@ -432,12 +489,12 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 // them in s.batch, which the caller clears. Each is found once and marked
 // with the batch's number: a mark already there is a second mention,
 // found without a set of the batch's IDs.
-func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
+func (s *Store) checkBatch(stream string, ups []store.Update) ([]*rec, error) {
 	s.batches++
 	batch := s.batch[:0]
 	for i := range ups {
 		u := &ups[i]
-		r, ok := s.ids[u.ID]
+		r, ok := s.find(u.ID)
 		switch {
 		case !ok:
 			return batch, fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
@@ -445,8 +502,8 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 			// Two versions of one record in one batch: which one is
 			// the new history is ambiguous, so neither is.
 			return batch, fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
-		case r.Stream != l.Stream:
-			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
+		case !equal(r.Stream, stream):
+			return batch, fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, stream)
 		}
 		r.batch = s.batches
 		if err := store.CheckUpdate(&r.Record, u); err != nil {
@@ -457,14 +514,18 @@ func (s *Store) checkBatch(l store.Lease, ups []store.Update) ([]*rec, error) {
 	return batch, nil
 }
 
-// apply writes ups into their records, batch, all checked.
+// apply writes ups into their records, batch, all checked, and clears
+// batch, so that the scratch keeps no record alive: a batch holds a
+// record or two, and clearing it as it is read costs less than calling
+// the runtime to clear it.
 func (s *Store) apply(batch []*rec, ups []store.Update, now time.Time) {
-	for i, u := range ups {
+	for i := range ups { // by index: an Update is 80 bytes
 		r := batch[i]
+		batch[i] = nil
 		if r.State.Terminal() {
 			continue // checked equal: a terminal record never changes at all
 		}
-		store.Apply(&r.Record, u, now)
+		store.Apply(&r.Record, ups[i], now)
 		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
 			s.drop(r) // the planted bug: a dead letter is deleted, not kept
 		}
@@ -480,9 +541,42 @@ func (s *Store) twice(batch []*rec, r *rec) bool {
 	return r.batch == s.batches
 }
 
+// find returns the record with id, as s.ids does, asking s.found first
+// (the plain store does not).
+func (s *Store) find(id string) (*rec, bool) {
+	slot := &s.found[slotOf(id, foundBits)]
+	if r := *slot; r != nil && r.batch != deleted && same(r.ID, id) && !s.plain {
+		return r, true
+	}
+	r, ok := s.ids[id]
+	if ok {
+		*slot = r
+	}
+	return r, ok
+}
+
+// slotOf is str's slot in a table of 1<<bits (Store.found, Store.named):
+// the address of its bytes, scrambled (Fibonacci hashing), since strings
+// allocated together lie a few bytes apart.
+func slotOf(str string, bits uint) uint {
+	return uint(uint64(uintptr(unsafe.Pointer(unsafe.StringData(str)))) * 0x9e3779b97f4a7c15 >> (64 - bits))
+}
+
+// same reports whether a and b are the same string: the same bytes, not
+// merely equal ones.
+func same(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// remove deletes r from s.ids.
+func (s *Store) remove(r *rec) {
+	delete(s.ids, r.ID)
+	r.batch = deleted
+}
+
 // drop deletes a record outright (the planted bug DeadLettersDropped).
 func (s *Store) drop(r *rec) {
-	delete(s.ids, r.ID)
+	s.remove(r)
 	st := s.streams[r.Stream]
 	st.recs = slices.DeleteFunc(st.recs, func(o *rec) bool { return o == r })
 	st.due.known = false
@@ -502,7 +596,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	if !ok {
 		return store.Record{}, &notFound{id: id}
 	}
-	return clone(r.Record), nil
+	return s.clone(&r.Record), nil
 }
 
 // notFound is Get's store.ErrNotFound, which the simulator's coverage
@@ -538,7 +632,7 @@ func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64
 			break
 		}
 		if r.State == machine.Dead {
-			out = append(out, clone(r.Record))
+			out = append(out, s.clone(&r.Record))
 		}
 	}
 	return out, nil
@@ -585,7 +679,7 @@ func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.
 		return store.Record{}, err
 	}
 	act(&r.Record, s.streams[r.Stream], now)
-	return clone(r.Record), nil
+	return s.clone(&r.Record), nil
 }
 
 // DeleteSettled implements store.Store.
@@ -619,7 +713,7 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 	})
 	old = old[:min(limit, len(old))]
 	for _, r := range old {
-		delete(s.ids, r.ID)
+		s.remove(r)
 		st := s.streams[r.Stream]
 		st.recs = slices.DeleteFunc(st.recs, func(x *rec) bool { return x == r })
 		st.due.known = false // only settled records go, but recompute anyway
@@ -643,8 +737,13 @@ func (s *Store) checkAvailable(op string) error {
 	return nil
 }
 
-// stream returns the stream named name, creating it empty if needed.
+// stream returns the stream named name, creating it empty if needed. It
+// asks s.named first (the plain store does not).
 func (s *Store) stream(name string) *stream {
+	slot := &s.named[slotOf(name, namedBits)]
+	if st := *slot; st != nil && same(st.name, name) && !s.plain {
+		return st
+	}
 	st := s.streams[name]
 	if st == nil {
 		// Room for a few records: appending from empty grew the slice
@@ -654,6 +753,7 @@ func (s *Store) stream(name string) *stream {
 		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
 		s.byName = slices.Insert(s.byName, i, st)
 	}
+	*slot = st
 	return st
 }
 
@@ -684,8 +784,32 @@ func (s *Store) grant(name string, st *stream, owner string, now time.Time, ttl 
 	return st.lease.Lease(name)
 }
 
+// current returns l's stream if s.granted has it and l is its valid
+// current lease, and nil otherwise, when held must judge: the valid case
+// of held, as CheckHeld judges it, without copying the lease or the
+// arguments held needs for its error, which cost more than the checks.
+// The planted bugs let a lease through that is not valid, never the
+// other way, so they are held's alone.
+func (s *Store) current(l *store.Lease, now time.Time) *stream {
+	st := s.granted[l.Token%grantedSlots]
+	if st == nil || s.plain {
+		return nil
+	}
+	if h := &st.lease; h.Token != l.Token || h.Token == 0 || h.Released || !equal(st.name, l.Stream) ||
+		!equal(h.Owner, l.Owner) || !now.Before(h.Expires) {
+		return nil
+	}
+	return st
+}
+
+// equal is a == b, asking the runtime only when the strings are not the
+// same bytes: a worker presents its lease in the strings the store
+// granted it with.
+func equal(a, b string) bool { return same(a, b) || a == b }
+
 // held returns l's stream if l is its valid current lease, or an error
-// wrapping store.ErrStaleLease that says why it is not.
+// wrapping store.ErrStaleLease that says why it is not. Callers ask
+// current first.
 func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	st := s.granted[l.Token%grantedSlots]
 	if st == nil || st.lease.Token != l.Token || st.name != l.Stream || s.plain {
@@ -699,11 +823,6 @@ func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
 	}
 	if plant.On(plant.WriteAfterExpiry) {
 		now = time.Time{} // the planted bug: an expired lease still writes
-	}
-	// The valid case, as CheckHeld judges it, without copying the lease
-	// into a call: CheckHeld is asked only for the error saying why not.
-	if h := &st.lease; !s.plain && h.Token == l.Token && h.Owner == l.Owner && h.ValidAt(now) {
-		return st, nil
 	}
 	if err := store.CheckHeld(op, st.lease, l, now); err != nil {
 		return nil, err
@@ -798,36 +917,81 @@ func (s *Store) changed(st *stream) {
 	s.claimable.known = false
 }
 
-// payloadBytes is the total length of recs' payloads.
-func payloadBytes(recs []*rec) int {
-	n := 0
-	for _, r := range recs {
-		n += len(r.Payload)
-	}
-	return n
-}
-
 // toMachine is r in the machine's form (store.Record.Machine) with its
-// own copy of the payload, cut from the front of *buf: a page of records
-// takes one allocation for all its payloads instead of one each. Each
-// copy's capacity ends at its length, so appending to one never reaches
-// the next. A nil payload stays nil, as bytes.Clone leaves it.
-func toMachine(r *rec, buf *[]byte) machine.Record {
-	m := r.Machine()
-	if m.Payload != nil {
-		n := len(m.Payload)
-		p := (*buf)[:n:n]
-		copy(p, m.Payload)
-		*buf = (*buf)[n:]
-		m.Payload = p
+// own copy of the payload. It reads r's fields where they are: calling
+// r.Machine() copied the whole record to call a method on its value, and
+// so did BudgetFrom, which only a replayed record needs. The plain store
+// calls r.Machine().
+func (s *Store) toMachine(r *rec) machine.Record {
+	if s.plain {
+		m := r.Machine()
+		m.Payload = copyBytes(&s.handed, m.Payload)
+		return m
 	}
-	return m
+	from := r.AcceptedAt
+	if len(r.History) > 0 {
+		from = r.BudgetFrom()
+	}
+	return machine.Record{
+		ID: r.ID, Seq: r.Seq, Payload: copyBytes(&s.handed, r.Payload), AcceptedAt: from,
+		State: r.State, Attempts: r.Attempts, NextAt: r.NextAt, Reason: r.Reason,
+	}
 }
 
 // clone copies r with its own payload and history, so that no caller
-// shares memory with the store.
-func clone(r store.Record) store.Record {
-	r.Payload = bytes.Clone(r.Payload)
-	r.History = slices.Clone(r.History)
-	return r
+// shares memory with the store. It takes r by pointer: a record is about
+// 250 bytes, copied once here rather than again into the call.
+func (s *Store) clone(r *store.Record) store.Record {
+	c := *r
+	c.Payload = copyBytes(&s.handed, r.Payload)
+	c.History = slices.Clone(r.History)
+	return c
 }
+
+// page returns an empty slice with room for n records, cut from
+// s.pages: Pending's answers share a chunk, one allocation per pageChunk
+// records where each page made one, and most pages hold one record. As
+// with copyBytes, each slice's capacity ends at its own records, so the
+// caller owns them alone, and keeps the chunk alive. The caller holds s.mu.
+func (s *Store) page(n int) []machine.Record {
+	switch {
+	case n > pageChunk/4:
+		return make([]machine.Record, 0, n) // a chunk would hold too few
+	case cap(s.pages)-len(s.pages) < n:
+		s.pages = make([]machine.Record, 0, pageChunk)
+	}
+	i := len(s.pages)
+	s.pages = s.pages[:i+n]
+	return s.pages[i : i : i+n]
+}
+
+// pageChunk is how many records page allocates at once.
+const pageChunk = 16
+
+// copyBytes returns a copy of p cut from *chunk: one allocation per
+// bytesChunk bytes where bytes.Clone made one per payload (two per
+// Enqueue, one per record a Pending page holds). Each copy's capacity
+// ends at its length, so appending to one never reaches the next: a
+// caller's copy is still the caller's alone. A copy keeps its whole
+// chunk alive, which an in-memory store can afford. A nil p stays nil
+// and an empty one empty, as bytes.Clone leaves them. The caller holds
+// s.mu.
+func copyBytes(chunk *[]byte, p []byte) []byte {
+	n := len(p)
+	switch {
+	case p == nil:
+		return nil
+	case n == 0:
+		return []byte{}
+	case n > bytesChunk/4:
+		return bytes.Clone(p) // a chunk would hold too few
+	case cap(*chunk)-len(*chunk) < n:
+		*chunk = make([]byte, 0, bytesChunk)
+	}
+	i := len(*chunk)
+	*chunk = append(*chunk, p...)
+	return (*chunk)[i : i+n : i+n]
+}
+
+// bytesChunk is how many bytes copyBytes allocates at once.
+const bytesChunk = 4096

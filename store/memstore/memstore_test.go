@@ -254,6 +254,41 @@ func TestCopiesAreTheCallers(t *testing.T) {
 	}
 }
 
+// TestPagesAreTheCallers: Pending cuts its answers from one chunk; each
+// is still the caller's alone, so appending to one changes no later
+// answer.
+func TestPagesAreTheCallers(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newStore(t)
+	var ids []string
+	for i := range 40 {
+		ids = append(ids, fmt.Sprintf("e%d", i))
+		enqueue(t, s, "s", ids[i])
+	}
+	l := acquire(t, s, "s", "w")
+	var pages [][]machine.Record
+	var want [][]string
+	for after, limit := 0, 1; after < len(ids); after, limit = after+limit, limit%3+1 {
+		page, err := s.Pending(ctx, l, uint64(after), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range pages {
+			_ = append(pages[i], machine.Record{ID: "clobbered"})
+		}
+		pages, want = append(pages, page), append(want, ids[after:min(after+limit, len(ids))])
+	}
+	for i, p := range pages {
+		var got []string
+		for _, r := range p {
+			got = append(got, r.ID)
+		}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("page %d after appending to every page (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
 // TestPendingPages: Pending's page ends at limit non-terminal records,
 // skipping terminal ones, and an empty page is nil.
 func TestPendingPages(t *testing.T) {

@@ -1,6 +1,8 @@
 // This file proves that the store's shortcuts (the stream found by token,
-// Pending's nothing-new answer, ClaimDue's nothing-claimable answer, the
-// batch marks of Save) change no answer: a store with them and a plain
+// a valid lease judged in place, records and streams found by the address
+// of their name, Pending's nothing-new answer, ClaimDue's nothing-claimable
+// answer, the batch marks of Save, the machine's record built in place)
+// change no answer: a store with them and a plain
 // store (memstore.NewPlain) take the same random calls, and every answer,
 // error text included, and every record must agree.
 package memstore_test
