@@ -448,6 +448,8 @@ func recycle(m *machine.Machine, b *machine.Batch) {
 // handOut gives the driver a batch's sends and probes, whose attempt and
 // probe numbers are durable by now.
 func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Probe) {
+	room(&w.out.Sends, len(sends))
+	room(&w.out.Probes, len(probes))
 	for _, s := range sends {
 		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
 		w.out.Sends = append(w.out.Sends, Send{
