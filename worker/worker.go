@@ -149,6 +149,12 @@ type Worker struct {
 	pollLo, pollHi stamp
 	draining       bool
 	out            Effects
+	// replied is the stream the last Deliver found, if any: replies mostly
+	// come for the stream of the one before. While it is not gone, it is
+	// the one streams holds under its name (adoptLease replaces a stream
+	// only after the old one is gone), so Deliver may take it instead of
+	// a map lookup when the names match.
+	replied *stream
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a
@@ -292,7 +298,11 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 // longer owns, or for a machine it has since rebuilt, is dropped.
 func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effects {
 	now := w.clock(reading)
-	st := w.streams[r.Stream]
+	st := w.replied
+	if st == nil || st.gone || st.lease.Stream != r.Stream {
+		st = w.streams[r.Stream]
+		w.replied = st
+	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
 		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})
