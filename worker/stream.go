@@ -260,7 +260,7 @@ func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machi
 		if err != nil {
 			return nil, err
 		}
-		if all == nil && len(page) > 0 && len(page) < w.cfg.PageSize {
+		if all == nil && len(page) < w.cfg.PageSize {
 			return page, nil // one page: the store's copy is ours already
 		}
 		all = append(all, page...)
