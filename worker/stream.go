@@ -476,6 +476,11 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 // is not kept: the store keeps the latest attempt's outcome, and an older
 // one must not replace it (store.CheckUpdate refuses that write).
 func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
+	if cap(w.ups) < len(persist) {
+		// One allocation for a batch larger than any before it (a
+		// circuit that parks a backlog), not one per doubling.
+		w.ups = make([]store.Update, 0, max(len(persist), 2*cap(w.ups)))
+	}
 	w.ups = w.ups[:0]
 	for _, r := range persist {
 		w.ups = append(w.ups, store.UpdateOf(r))
