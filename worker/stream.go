@@ -482,8 +482,8 @@ func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
 		w.ups = make([]store.Update, 0, max(len(persist), 2*cap(w.ups)))
 	}
 	w.ups = w.ups[:0]
-	for _, r := range persist {
-		w.ups = append(w.ups, store.UpdateOf(r))
+	for i := range persist { // by index: a record is 112 bytes, UpdateOf reads five fields
+		w.ups = append(w.ups, store.UpdateOf(persist[i]))
 	}
 	ups := w.ups
 	if ans == nil {
