@@ -10,7 +10,10 @@ import (
 // Effects is what one call asks of its driver, besides the store calls the
 // worker made itself. The driver performs every Send and Probe (in any
 // order, each at most once) and reports each one's outcome with Deliver,
-// then calls Advance again at Next.
+// then calls Advance again at Next. Its lists are the driver's to keep:
+// the worker never writes to a list it handed out (a later call's lists
+// are other memory, though they may share one allocation), and each
+// list's capacity is its length, so an append by the driver copies.
 type Effects struct {
 	// Sends are attempts whose attempt number is already durable. A
 	// driver must not start one at or after its Deadline.

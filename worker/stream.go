@@ -260,7 +260,7 @@ func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machi
 		if err != nil {
 			return nil, err
 		}
-		if all == nil && len(page) > 0 && len(page) < w.cfg.PageSize {
+		if all == nil && len(page) < w.cfg.PageSize {
 			return page, nil // one page: the store's copy is ours already
 		}
 		all = append(all, page...)
@@ -427,12 +427,29 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 		st.wakeAt = stampOf(wake) // else it has its stamp already
 	}
 	st.changed()
+	if len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
+		recycle(st.m, &b) // most batches hold none of these lists
+	}
 	return true
+}
+
+// recycle hands a carried-out batch's lists back to its machine, which
+// reuses them for later batches instead of allocating new ones. Nothing
+// holds them any more: handOut copied the sends and probes into the
+// driver's own Effects, the circuit changes were observed by value, and
+// a worker's machine acknowledges nothing (the store did). Persist is
+// not handed back: the Persisted event passed it to the Observer as
+// Records, and an Observer may keep an event (a copy for the Observer
+// costs as much as the allocation it would save).
+func recycle(m *machine.Machine, b *machine.Batch) {
+	m.Recycle(machine.Batch{Acks: b.Acks, Sends: b.Sends, Probes: b.Probes, Circuit: b.Circuit})
 }
 
 // handOut gives the driver a batch's sends and probes, whose attempt and
 // probe numbers are durable by now.
 func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Probe) {
+	room(&w.out.Sends, len(sends))
+	room(&w.out.Probes, len(probes))
 	for _, s := range sends {
 		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
 		w.out.Sends = append(w.out.Sends, Send{
@@ -459,9 +476,14 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 // is not kept: the store keeps the latest attempt's outcome, and an older
 // one must not replace it (store.CheckUpdate refuses that write).
 func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
+	if cap(w.ups) < len(persist) {
+		// One allocation for a batch larger than any before it (a
+		// circuit that parks a backlog), not one per doubling.
+		w.ups = make([]store.Update, 0, max(len(persist), 2*cap(w.ups)))
+	}
 	w.ups = w.ups[:0]
-	for _, r := range persist {
-		w.ups = append(w.ups, store.UpdateOf(r))
+	for i := range persist { // by index: a record is 112 bytes, UpdateOf reads five fields
+		w.ups = append(w.ups, store.UpdateOf(persist[i]))
 	}
 	ups := w.ups
 	if ans == nil {

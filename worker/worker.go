@@ -149,6 +149,12 @@ type Worker struct {
 	pollLo, pollHi stamp
 	draining       bool
 	out            Effects
+	// replied is the stream the last Deliver found, if any: replies mostly
+	// come for the stream of the one before. While it is not gone, it is
+	// the one streams holds under its name (adoptLease replaces a stream
+	// only after the old one is gone), so Deliver may take it instead of
+	// a map lookup when the names match.
+	replied *stream
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a
@@ -207,9 +213,50 @@ func (w *Worker) observe(e Event) {
 	}
 }
 
+// flush hands out the Effects built since the last call. Their lists are
+// the caller's for good: the worker never writes to them again (see
+// room).
 func (w *Worker) flush() Effects {
-	out := w.out
-	w.out = Effects{}
+	if len(w.out.Sends) == 0 && len(w.out.Probes) == 0 {
+		return Effects{} // most calls hand out nothing: this much inlines
+	}
+	return w.cutOut()
+}
+
+func (w *Worker) cutOut() Effects {
+	return Effects{Sends: cut(&w.out.Sends), Probes: cut(&w.out.Probes)}
+}
+
+// slabLen is how many elements room allocates at once for the lists of
+// Effects: one allocation serves that many sends (or probes), not one
+// per call that hands any out.
+const slabLen = 16
+
+// room makes room in *list for n more elements, moving what it holds to
+// a new slab of slabLen elements (more if they do not fit) when the
+// current one is full. The lists of Effects are built in a slab's free
+// part and cut off it (cut): each element is written once, before it is
+// handed out, so that a list the caller keeps never changes.
+func room[T any](list *[]T, n int) {
+	if cap(*list)-len(*list) >= n {
+		return
+	}
+	s := make([]T, len(*list), max(slabLen, 2*(len(*list)+n)))
+	copy(s, *list)
+	*list = s
+}
+
+// cut returns what *list holds, its capacity cut at its length (an append
+// by the caller reallocates rather than write into the slab), and leaves
+// *list empty at the start of the slab's free part. An empty list is
+// handed out as nil.
+func cut[T any](list *[]T) []T {
+	n := len(*list)
+	if n == 0 {
+		return nil
+	}
+	out := (*list)[:n:n]
+	*list = (*list)[n:]
 	return out
 }
 
@@ -251,7 +298,11 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 // longer owns, or for a machine it has since rebuilt, is dropped.
 func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effects {
 	now := w.clock(reading)
-	st := w.streams[r.Stream]
+	st := w.replied
+	if st == nil || st.gone || st.lease.Stream != r.Stream {
+		st = w.streams[r.Stream]
+		w.replied = st
+	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
 		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})

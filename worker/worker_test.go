@@ -531,3 +531,50 @@ func TestDrainPersistsEveryReplyInFlight(t *testing.T) {
 		}
 	}
 }
+
+// Deliver takes the stream of the reply before without a lookup while it
+// is still owned: a reply to a stream's machine from before the worker
+// lost the stream and took it over again is dropped, even right after a
+// reply for the lost one, and the new machine's replies are taken.
+func TestReplyAfterTheStreamWasTakenOverAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x1 := oneSend(t, e.advance(), "e1", 1)
+	x2 := oneSend(t, e.deliver(x1.Reply(delivered())), "e2", 1)
+	// Another worker takes the stream over, and gives it back.
+	l := store.Lease{Stream: "s", Owner: "w1", Token: x2.Token}
+	if err := e.mem.Release(e.ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	thief, err := e.mem.Acquire(e.ctx, "s", "thief", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(x2.Reply(delivered())) // the stream's last reply before the loss
+	if e.w.Owns("s") {
+		t.Fatalf("the worker still owns the stream after its write was fenced off")
+	}
+	if err := e.mem.Release(e.ctx, thief); err != nil {
+		t.Fatal(err)
+	}
+	// Taken over again: e2's attempt may have reached the receiver, so the
+	// new machine probes first.
+	var fx worker.Effects
+	for i := 0; i < 200 && len(fx.Probes) == 0; i++ {
+		e.clock.Advance(max(0, e.w.Next().Sub(e.now())))
+		fx = e.advance()
+	}
+	if len(fx.Probes) != 1 || fx.Probes[0].Gen == x2.Gen {
+		t.Fatalf("the worker did not take the stream over again with a new machine: %+v", fx)
+	}
+	dropped := e.count(worker.ReplyDropped)
+	if fx := e.deliver(x2.Reply(delivered())); len(fx.Sends) != 0 || e.count(worker.ReplyDropped) != dropped+1 {
+		t.Fatalf("a reply to the machine from before the loss was not dropped")
+	}
+	x3 := oneSend(t, e.deliver(fx.Probes[0].Reply(delivered())), "e2", 2)
+	e.deliver(x3.Reply(delivered()))
+	if r := e.record("e2"); r.State != machine.Delivered {
+		t.Fatalf("e2 is %s after the new machine's reply, want delivered", r.State)
+	}
+}
