@@ -185,7 +185,7 @@ func (s *sim) note(n *node, o op, args ...arg) {
 		name = n.name
 	}
 	b := append(s.enc, byte(o))
-	b = binary.AppendVarint(b, int64(s.elapsed))
+	b = appendVarint(b, int64(s.elapsed))
 	b = appendString(b, name)
 	for i := range args {
 		b = appendArg(b, &args[i])
@@ -223,12 +223,32 @@ func formatLine(now time.Time, name string, o op, args []arg) string {
 }
 
 func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
+	b = appendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
+// appendUvarint is binary.AppendUvarint, byte for byte, with the one-byte
+// case (most lengths, sequence numbers, attempts) inlined at the caller:
+// binary's is a call every time.
+func appendUvarint(b []byte, x uint64) []byte {
+	if x < 0x80 {
+		return append(b, byte(x))
+	}
+	return binary.AppendUvarint(b, x)
+}
+
+// appendVarint is binary.AppendVarint, byte for byte: the same zig-zag
+// mapping, then appendUvarint.
+func appendVarint(b []byte, x int64) []byte {
+	ux := uint64(x) << 1
+	if x < 0 {
+		ux = ^ux
+	}
+	return appendUvarint(b, ux)
+}
+
 func appendInstant(b []byte, t time.Time) []byte {
-	return binary.AppendVarint(b, int64(sinceEpoch(t)))
+	return appendVarint(b, int64(sinceEpoch(t)))
 }
 
 // appendArg encodes one argument: its kind, then its value. A record is
@@ -240,9 +260,9 @@ func appendArg(b []byte, a *arg) []byte {
 	case kStr:
 		return appendString(b, a.s)
 	case kInt, kDur, kInstant: // an instant as appendInstant encodes it
-		return binary.AppendVarint(b, int64(a.n))
+		return appendVarint(b, int64(a.n))
 	case kUint:
-		return binary.AppendUvarint(b, a.n)
+		return appendUvarint(b, a.n)
 	case kRecord:
 		return appendRecord(b, a.rec)
 	case kInput:
@@ -253,9 +273,9 @@ func appendArg(b []byte, a *arg) []byte {
 
 func appendRecord(b []byte, r *machine.Record) []byte {
 	b = appendString(b, r.ID)
-	b = binary.AppendUvarint(b, r.Seq)
+	b = appendUvarint(b, r.Seq)
 	b = append(b, byte(r.State))
-	b = binary.AppendVarint(b, int64(r.Attempts))
+	b = appendVarint(b, int64(r.Attempts))
 	if !r.State.Terminal() {
 		b = appendInstant(b, r.NextAt)
 	}
@@ -279,13 +299,13 @@ func appendInput(b []byte, in machine.Input) []byte {
 	case machine.Accept:
 		b = append(b, inAccept)
 		b = appendString(b, in.ID)
-		b = binary.AppendUvarint(b, uint64(len(in.Payload)))
+		b = appendUvarint(b, uint64(len(in.Payload)))
 		return appendInstant(b, in.At)
 	case machine.Adopt:
 		b = append(b, inAdopt)
 		b = appendString(b, in.Record.ID)
-		b = binary.AppendUvarint(b, in.Record.Seq)
-		b = binary.AppendUvarint(b, uint64(len(in.Record.Payload)))
+		b = appendUvarint(b, in.Record.Seq)
+		b = appendUvarint(b, uint64(len(in.Record.Payload)))
 		return appendInstant(b, in.At)
 	case machine.Tick:
 		b = append(b, inTick)
@@ -311,15 +331,15 @@ func appendInput(b []byte, in machine.Input) []byte {
 func appendResult(b []byte, in *machine.Result) []byte {
 	b = append(b, inResult)
 	b = appendString(b, in.ID)
-	b = binary.AppendVarint(b, int64(in.Attempt))
+	b = appendVarint(b, int64(in.Attempt))
 	b = append(b, byte(in.Outcome))
-	b = binary.AppendVarint(b, int64(in.RetryAfter))
+	b = appendVarint(b, int64(in.RetryAfter))
 	return appendInstant(b, in.At)
 }
 
 func appendProbeResult(b []byte, in *machine.ProbeResult) []byte {
 	b = append(b, inProbeResult)
-	b = binary.AppendUvarint(b, in.N)
+	b = appendUvarint(b, in.N)
 	if in.Healthy {
 		b = append(b, 1)
 	} else {
