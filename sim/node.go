@@ -515,7 +515,7 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 	if n == nil {
 		o = opStorePersist
 	}
-	s.note(n, o, record(r))
+	s.noteRecord(n, o, r)
 	if r.State.Terminal() {
 		s.lastSettle = s.now
 	}

@@ -200,6 +200,31 @@ func (s *sim) note(n *node, o op, args ...arg) {
 	}
 }
 
+// noteRecord is note(n, o, record(r)), the line of every persisted record,
+// the run's most frequent: it encodes the record directly, without the
+// variadic arg that note zeroes and switches on. A kept trace goes through
+// note, which formats the text from the arg.
+func (s *sim) noteRecord(n *node, o op, r *machine.Record) {
+	if s.opt.Trace {
+		s.note(n, o, record(r))
+		return
+	}
+	name := ""
+	if n != nil {
+		name = n.name
+	}
+	b := append(s.enc, byte(o))
+	b = appendVarint(b, int64(s.elapsed))
+	b = appendString(b, name)
+	b = append(b, byte(kRecord))
+	b = appendRecord(b, r)
+	if len(b) >= traceFlushBytes {
+		s.hash.Write(b)
+		b = b[:0]
+	}
+	s.enc = b
+}
+
 // traceHash is the 64-bit xxHash of the encoded trace, in 16 hex digits.
 func (s *sim) traceHash() string {
 	s.hash.Write(s.enc)
