@@ -45,9 +45,11 @@ type node struct {
 	down bool
 
 	// wake names the scheduled call of Advance; older ones are stale.
-	// wakeAt is its instant on the virtual clock, zero if none.
+	// wakeAt is its instant on the virtual clock, as an offset from Epoch
+	// as the queue keys it, if waking: a wake is pending.
 	wake   int
-	wakeAt time.Time
+	wakeAt time.Duration
+	waking bool
 
 	frozenUntil time.Time // a stalled node does nothing before this
 	stalled     bool
@@ -248,18 +250,22 @@ func (s *sim) reschedule(n *node) {
 	if next.IsZero() {
 		return
 	}
-	at := next
+	// Judged as offsets from Epoch, the queue's keys: integers, where
+	// Time.Before compares seconds and nanoseconds apart. The order is
+	// the same for every instant within 292 years of Epoch, beyond which
+	// the queue cannot key two instants apart anyway.
 	if n.skew != 0 {
-		at = next.Add(-n.skew)
+		next = next.Add(-n.skew)
 	}
-	if at.Before(s.now) {
-		at = s.now
+	at := sinceEpoch(next)
+	if at < s.elapsed {
+		at = s.elapsed
 	}
-	if !n.wakeAt.IsZero() && !at.Before(n.wakeAt) {
+	if n.waking && at >= n.wakeAt {
 		return
 	}
 	n.wake++
-	n.wakeAt = at
+	n.wakeAt, n.waking = at, true
 	s.q.scheduleWake(at, n, n.inc, n.wake)
 }
 
@@ -290,7 +296,7 @@ func (s *sim) woken(n *node, inc, token int) {
 	if token != n.wake || inc != n.inc || n.down {
 		return // superseded by an earlier wake, or a crash
 	}
-	n.wakeAt = time.Time{}
+	n.waking = false
 	if n.stalled {
 		s.later(n, n.frozenUntil, func() { s.reschedule(n) })
 		return
@@ -426,7 +432,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	n.down, n.w = true, nil
 	n.inc++
 	n.wake++
-	n.wakeAt = time.Time{}
+	n.waking = false
 	n.frozenUntil, n.stalled = time.Time{}, false
 	s.q.schedule(s.now.Add(down), func() {
 		n.down = false

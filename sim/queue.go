@@ -129,8 +129,8 @@ func (q *queue) scheduleFor(at time.Time, n *node, inc int, do func()) {
 
 // scheduleWake schedules node n's next Advance, a background chore, as
 // its wake number wake of incarnation inc.
-func (q *queue) scheduleWake(at time.Time, n *node, inc, wake int) {
-	q.push(happening{key: key(at), what: doWake, n: n, inc: int32(inc), wake: int32(wake), background: true})
+func (q *queue) scheduleWake(at time.Duration, n *node, inc, wake int) {
+	q.push(happening{key: int64(at), what: doWake, n: n, inc: int32(inc), wake: int32(wake), background: true})
 }
 
 // The schedulers of the channel's and the producer's happenings take
