@@ -247,7 +247,7 @@ func TestNextPollCacheMatchesGrid(t *testing.T) {
 			now := origin.Add(last)
 			want := origin.Add((now.Sub(origin)/poll + 1) * poll)
 			at := stampOf(now)
-			got := w.nextPoll(&at)
+			got := *w.nextPoll(&at)
 			if !got.t.Equal(want) || got.t != want {
 				t.Fatalf("poll %v, now origin+%v: nextPoll %v, want %v", poll, now.Sub(origin), got.t, want)
 			}

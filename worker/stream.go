@@ -309,7 +309,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
 	for _, r := range recs {
 		st.lastSeq = max(st.lastSeq, r.Seq)
 	}
-	st.adoptAt = w.nextPoll(now)
+	st.adoptAt = *w.nextPoll(now)
 	st.changed()
 	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
 	return w.execute(ctx, st, now, b)
@@ -317,7 +317,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
 
 // adopt hands the machine the records enqueued since it last looked.
 func (w *Worker) adopt(ctx context.Context, st *stream, now *stamp) bool {
-	st.adoptAt = w.nextPoll(now)
+	st.adoptAt = *w.nextPoll(now)
 	st.changed()
 	recs, err := w.pending(ctx, st, st.lastSeq)
 	if err != nil {

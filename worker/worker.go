@@ -187,23 +187,25 @@ func (w *Worker) clock(reading time.Time) *stamp {
 // each owned stream's look for new records) falls on that grid, so one
 // Advance serves them all, however many streams the worker owns and
 // whenever it took them over; each still comes within one Poll.
-func (w *Worker) nextPoll(now *stamp) stamp {
+func (w *Worker) nextPoll(now *stamp) *stamp {
 	// Every stream's poll in one Advance falls in the same interval of
 	// the grid, and a worker's next poll mostly in the interval after:
 	// comparisons and at most one addition, not a division, a
-	// subtraction and two additions of instants.
+	// subtraction and two additions of instants. The interval after is
+	// taken in place; should now lie beyond it too, the formula below
+	// sets both ends again. The caller copies the instant once.
 	if !w.pollHi.t.IsZero() && !now.before(&w.pollLo) {
 		if now.before(&w.pollHi) {
-			return w.pollHi
+			return &w.pollHi
 		}
-		if after := w.pollHi.add(w.cfg.Poll); now.before(&after) {
-			w.pollLo, w.pollHi = w.pollHi, after
-			return after
+		w.pollLo = w.pollHi
+		if w.pollHi = w.pollLo.add(w.cfg.Poll); now.before(&w.pollHi) {
+			return &w.pollHi
 		}
 	}
 	n := now.t.Sub(w.origin.t)/w.cfg.Poll + 1
 	w.pollLo, w.pollHi = w.origin.add((n-1)*w.cfg.Poll), w.origin.add(n*w.cfg.Poll)
-	return w.pollHi
+	return &w.pollHi
 }
 
 func (w *Worker) observe(e Event) {
@@ -428,7 +430,7 @@ func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 
 // claim asks the store for due streams, as many as there is room for.
 func (w *Worker) claim(ctx context.Context, now *stamp) {
-	w.claimAt = w.nextPoll(now)
+	w.claimAt = *w.nextPoll(now)
 	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
 	if err != nil {
 		// A claim whose reply was lost may have granted leases this worker
