@@ -221,14 +221,14 @@ func (w *Worker) renew(ctx context.Context, st *stream, now *stamp) bool {
 	case err != nil:
 		// The lease may still be valid: go on, and try again soon. Sends
 		// stop at expiresAt whatever happens.
-		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
+		w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
 		st.renewAt = now.add(w.cfg.RetryAfterFailure)
 		st.changed()
 		return true
 	}
 	st.lease = l
 	st.leased(now, w.cfg)
-	w.observe(Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token})
+	w.observe(&Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token})
 	return true
 }
 
@@ -278,7 +278,7 @@ func (w *Worker) readFailed(st *stream, now *stamp, err error) bool {
 		w.lose(st, "read refused: "+err.Error())
 		return false
 	}
-	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
+	w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
 	st.rebuildAt = now.add(w.cfg.RetryAfterFailure)
 	st.adoptAt = st.rebuildAt
 	st.changed()
@@ -299,7 +299,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
 	if err != nil {
 		// The store holds records no machine could have written: a broken
 		// store. Leave the stream alone rather than act on them.
-		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
+		w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
 		w.release(ctx, st, "its records cannot be recovered")
 		return false
 	}
@@ -311,7 +311,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
 	}
 	st.adoptAt = *w.nextPoll(now)
 	st.changed()
-	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
+	w.observe(&Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
 	return w.execute(ctx, st, now, b)
 }
 
@@ -327,12 +327,12 @@ func (w *Worker) adopt(ctx context.Context, st *stream, now *stamp) bool {
 		if r.State != machine.Pending || r.Attempts != 0 {
 			// Someone else acted on it since: another owner in between.
 			// What this machine knows is out of date; re-read it all.
-			w.observe(Event{Kind: Faulted, Stream: st.lease.Stream,
+			w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream,
 				Err: fmt.Errorf("record %q (seq %d) is %s with %d attempts, not new: rebuilding", r.ID, r.Seq, r.State, r.Attempts)})
 			return w.rebuild(ctx, st, now)
 		}
 		st.lastSeq = max(st.lastSeq, r.Seq)
-		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
+		w.observe(&Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
 		if !w.step(ctx, st, now, machine.Adopt{At: now.t, Record: r}) {
 			return false
 		}
@@ -371,7 +371,7 @@ func (w *Worker) stepAnswer(ctx context.Context, st *stream, now *stamp, in mach
 	}
 	b, err := st.m.Step(in)
 	if err != nil {
-		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
+		w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
 		w.dropMachine(st, now)
 		return false
 	}
@@ -398,7 +398,7 @@ func (w *Worker) execute(ctx context.Context, st *stream, now *stamp, b machine.
 // saved with the record, so an operator sees why it retries or died.
 func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b machine.Batch, ans *answer) bool {
 	for _, c := range b.Circuit {
-		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
+		w.observe(&Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
 	persist, sends, probes := plantedPersist(b.Persist), b.Sends, b.Probes
 	if w.draining {
@@ -420,7 +420,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 			w.saveFailed(st, now, err)
 			return false
 		}
-		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
+		w.observe(&Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
 	w.handOut(st, sends, probes)
 	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
@@ -451,7 +451,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 	room(&w.out.Sends, len(sends))
 	room(&w.out.Probes, len(probes))
 	for _, s := range sends {
-		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
+		w.observe(&Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
 		w.out.Sends = append(w.out.Sends, Send{
 			Attempt:  channel.Attempt{Stream: st.lease.Stream, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt, Payload: s.Payload},
 			Token:    st.lease.Token,
@@ -461,7 +461,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 		})
 	}
 	for _, p := range probes {
-		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
+		w.observe(&Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
 		w.out.Probes = append(w.out.Probes, Probe{
 			Stream: st.lease.Stream, Token: st.lease.Token, Gen: st.gen, N: p.N,
 			Deadline: st.expiresAt.t, Timeout: st.cfg.ProbeTimeout,
@@ -512,7 +512,7 @@ func (w *Worker) saveFailed(st *stream, now *stamp, err error) {
 	if errors.Is(err, store.ErrUnknown) {
 		detail = "outcome unknown; re-reading the store before acting"
 	}
-	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err, Detail: detail})
+	w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err, Detail: detail})
 	w.dropMachine(st, now)
 }
 
