@@ -306,6 +306,10 @@ func TestStampsOrderAsTime(t *testing.T) {
 			t.Fatalf("%+v add %v: %v; time.Time says %v", a, d, sum.t, a.t.Add(d))
 		}
 		checkStamp(t, &sum, fmt.Sprintf("%+v add %v", a, d))
+		self := a // setAdd onto its own operand, as nextPoll's may be
+		if self.setAdd(&self, d); self != sum {
+			t.Fatalf("%+v setAdd itself %v: %+v; add gives %+v", a, d, self, sum)
+		}
 		if got, want := sum.before(&b), sum.t.Before(b.t); got != want {
 			t.Fatalf("%+v before %+v: %v; time.Time says %v", sum, b, got, want)
 		}

@@ -96,14 +96,23 @@ func (a *stamp) before(b *stamp) bool {
 	return a.t.Before(b.t)
 }
 
-// add is the stamp of a.t.Add(d). Its integer is a's plus d when a has
-// one, is not the zero instant's, and the sum stays in range: then
-// a.t.Add(d) is exactly that many nanoseconds after the Unix epoch.
+// add is the stamp of a.t.Add(d). It inlines, so that its result is
+// set where the caller keeps it, not copied there (see setAdd).
 func (a *stamp) add(d time.Duration) stamp {
+	var s stamp
+	s.setAdd(a, d)
+	return s
+}
+
+// setAdd sets s to the stamp of a.t.Add(d); s may be a. Its integer is
+// a's plus d when a has one, is not the zero instant's, and the sum stays
+// in range: then a.t.Add(d) is exactly that many nanoseconds after the
+// Unix epoch.
+func (s *stamp) setAdd(a *stamp, d time.Duration) {
 	ns := a.ns + int64(d)
 	ok := a.ok && a.ns != math.MinInt64 && (ns > a.ns) == (d > 0) &&
 		ns >= -maxStampSec*1e9 && ns < (maxStampSec+1)*1e9
-	return stamp{t: a.t.Add(d), ns: ns, ok: ok}
+	s.t, s.ns, s.ok = a.t.Add(d), ns, ok
 }
 
 // changed says that a timer or m changed: due is to be computed again.
@@ -161,8 +170,8 @@ func (st *stream) earliest(draining bool) *stamp {
 
 // leased records a grant or renewal whose call started at start.
 func (st *stream) leased(start *stamp, c Config) {
-	st.renewAt = start.add(c.RenewEvery)
-	st.expiresAt = start.add(c.LeaseTTL - c.ClockMargin)
+	st.renewAt.setAdd(start, c.RenewEvery)
+	st.expiresAt.setAdd(start, c.LeaseTTL-c.ClockMargin)
 	st.changed()
 }
 

@@ -199,7 +199,7 @@ func (w *Worker) nextPoll(now *stamp) *stamp {
 			return &w.pollHi
 		}
 		w.pollLo = w.pollHi
-		if w.pollHi = w.pollLo.add(w.cfg.Poll); now.before(&w.pollHi) {
+		if w.pollHi.setAdd(&w.pollLo, w.cfg.Poll); now.before(&w.pollHi) {
 			return &w.pollHi
 		}
 	}
