@@ -306,6 +306,10 @@ func TestStampsOrderAsTime(t *testing.T) {
 			t.Fatalf("%+v add %v: %v; time.Time says %v", a, d, sum.t, a.t.Add(d))
 		}
 		checkStamp(t, &sum, fmt.Sprintf("%+v add %v", a, d))
+		reset := sum // set over a stamp already set, as executeAnswer's wakeAt
+		if reset.set(a.t); reset != a {
+			t.Fatalf("%+v set to %v: %+v; stampOf gives %+v", sum, a.t, reset, a)
+		}
 		self := a // setAdd onto its own operand, as nextPoll's may be
 		if self.setAdd(&self, d); self != sum {
 			t.Fatalf("%+v setAdd itself %v: %+v; add gives %+v", a, d, self, sum)

@@ -71,18 +71,27 @@ type stamp struct {
 // sec*1e9+nsec, which must not overflow.
 const maxStampSec = math.MaxInt64/int64(time.Second) - 1
 
-// stampOf returns t's stamp.
+// stampOf returns t's stamp. It inlines, so that the stamp is set where
+// the caller keeps it (see set).
 func stampOf(t time.Time) stamp {
+	var s stamp
+	s.set(t)
+	return s
+}
+
+// set sets s to t's stamp.
+func (s *stamp) set(t time.Time) {
+	s.t, s.ns, s.ok = t, 0, false
 	if t.IsZero() {
-		return stamp{t: t, ns: math.MinInt64, ok: true}
+		s.ns, s.ok = math.MinInt64, true
+		return
 	}
 	if t != t.Round(0) {
-		return stamp{t: t} // Round(0) strips a monotonic reading
+		return // Round(0) strips a monotonic reading
 	}
 	if sec := t.Unix(); sec >= -maxStampSec && sec <= maxStampSec {
-		return stamp{t: t, ns: sec*1e9 + int64(t.Nanosecond()), ok: true}
+		s.ns, s.ok = sec*1e9+int64(t.Nanosecond()), true
 	}
-	return stamp{t: t}
 }
 
 // zeroStamp is the zero instant's stamp: before every other.
@@ -433,7 +442,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 	}
 	w.handOut(st, sends, probes)
 	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
-		st.wakeAt = stampOf(wake) // else it has its stamp already
+		st.wakeAt.set(wake) // else it has its stamp already
 	}
 	st.changed()
 	if len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
