@@ -40,8 +40,10 @@ type stream struct {
 	// when it was computed; dueOK false means it is to be computed again.
 	// Every write to a timer above or to m clears dueOK (changed), so Next
 	// and an Advance with nothing due read one instant per stream, not
-	// five, and mostly compare it as an integer (stamp).
-	due         stamp
+	// five, and mostly compare it as an integer (stamp). due points at
+	// the timer itself: while dueOK none has been written since, so it
+	// need not be copied.
+	due         *stamp
 	dueOK       bool
 	dueDraining bool
 	// still says quiet found nothing to do, or did it, since the last
@@ -130,7 +132,7 @@ func (st *stream) changed() { st.dueOK, st.still = false, false }
 // dueAt is earliest(draining), computed once per change.
 func (st *stream) dueAt(draining bool) *stamp {
 	if st.dueOK && st.dueDraining == draining {
-		return &st.due
+		return st.due
 	}
 	return st.refresh(draining)
 }
@@ -140,8 +142,8 @@ func (st *stream) dueAt(draining bool) *stamp {
 //
 //go:noinline
 func (st *stream) refresh(draining bool) *stamp {
-	st.due, st.dueOK, st.dueDraining = *st.earliest(draining), true, draining
-	return &st.due
+	st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
+	return st.due
 }
 
 // earliest is the first instant at which the stream has timed work: its
@@ -150,8 +152,8 @@ func (st *stream) refresh(draining bool) *stamp {
 // idle release. Nothing of the stream is due before it.
 //
 // Each timer replaces t only when strictly before it: the first of equal
-// instants is the one kept. It returns the timer itself, copied once by
-// refresh.
+// instants is the one kept. It returns the timer itself, which
+// refresh keeps.
 func (st *stream) earliest(draining bool) *stamp {
 	t := &st.renewAt
 	if st.expiresAt.before(t) {
