@@ -107,13 +107,13 @@ func checkCache(t *testing.T, w *Worker, step int) {
 	t.Helper()
 	stamps := []*stamp{&w.claimAt, &w.purgeAt, &w.now, &w.origin, &w.pollLo, &w.pollHi}
 	for _, st := range w.order {
-		if st.dueOK && st.due != *st.earliest(st.dueDraining) {
-			t.Fatalf("step %d: %s: cached earliest %+v, computed %+v", step, st.lease.Stream, st.due, *st.earliest(st.dueDraining))
+		if st.dueOK && st.due != st.earliest(st.dueDraining) { // the very timer, not an equal one
+			t.Fatalf("step %d: %s: cached earliest %+v, computed %+v", step, st.lease.Stream, *st.due, *st.earliest(st.dueDraining))
 		}
 		if st.still && !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero() {
 			t.Fatalf("step %d: %s: still, but its idle clock is to start or stop", step, st.lease.Stream)
 		}
-		stamps = append(stamps, &st.renewAt, &st.expiresAt, &st.rebuildAt, &st.adoptAt, &st.wakeAt, &st.releaseAt, &st.due)
+		stamps = append(stamps, &st.renewAt, &st.expiresAt, &st.rebuildAt, &st.adoptAt, &st.wakeAt, &st.releaseAt)
 	}
 	for i, s := range stamps {
 		checkStamp(t, s, fmt.Sprintf("step %d: stamp %d", step, i))
@@ -247,7 +247,7 @@ func TestNextPollCacheMatchesGrid(t *testing.T) {
 			now := origin.Add(last)
 			want := origin.Add((now.Sub(origin)/poll + 1) * poll)
 			at := stampOf(now)
-			got := w.nextPoll(&at)
+			got := *w.nextPoll(&at)
 			if !got.t.Equal(want) || got.t != want {
 				t.Fatalf("poll %v, now origin+%v: nextPoll %v, want %v", poll, now.Sub(origin), got.t, want)
 			}
@@ -306,6 +306,14 @@ func TestStampsOrderAsTime(t *testing.T) {
 			t.Fatalf("%+v add %v: %v; time.Time says %v", a, d, sum.t, a.t.Add(d))
 		}
 		checkStamp(t, &sum, fmt.Sprintf("%+v add %v", a, d))
+		reset := sum // set over a stamp already set, as executeAnswer's wakeAt
+		if reset.set(a.t); reset != a {
+			t.Fatalf("%+v set to %v: %+v; stampOf gives %+v", sum, a.t, reset, a)
+		}
+		self := a // setAdd onto its own operand, as nextPoll's may be
+		if self.setAdd(&self, d); self != sum {
+			t.Fatalf("%+v setAdd itself %v: %+v; add gives %+v", a, d, self, sum)
+		}
 		if got, want := sum.before(&b), sum.t.Before(b.t); got != want {
 			t.Fatalf("%+v before %+v: %v; time.Time says %v", sum, b, got, want)
 		}

@@ -40,8 +40,10 @@ type stream struct {
 	// when it was computed; dueOK false means it is to be computed again.
 	// Every write to a timer above or to m clears dueOK (changed), so Next
 	// and an Advance with nothing due read one instant per stream, not
-	// five, and mostly compare it as an integer (stamp).
-	due         stamp
+	// five, and mostly compare it as an integer (stamp). due points at
+	// the timer itself: while dueOK none has been written since, so it
+	// need not be copied.
+	due         *stamp
 	dueOK       bool
 	dueDraining bool
 	// still says quiet found nothing to do, or did it, since the last
@@ -71,18 +73,27 @@ type stamp struct {
 // sec*1e9+nsec, which must not overflow.
 const maxStampSec = math.MaxInt64/int64(time.Second) - 1
 
-// stampOf returns t's stamp.
+// stampOf returns t's stamp. It inlines, so that the stamp is set where
+// the caller keeps it (see set).
 func stampOf(t time.Time) stamp {
+	var s stamp
+	s.set(t)
+	return s
+}
+
+// set sets s to t's stamp.
+func (s *stamp) set(t time.Time) {
+	s.t, s.ns, s.ok = t, 0, false
 	if t.IsZero() {
-		return stamp{t: t, ns: math.MinInt64, ok: true}
+		s.ns, s.ok = math.MinInt64, true
+		return
 	}
 	if t != t.Round(0) {
-		return stamp{t: t} // Round(0) strips a monotonic reading
+		return // Round(0) strips a monotonic reading
 	}
 	if sec := t.Unix(); sec >= -maxStampSec && sec <= maxStampSec {
-		return stamp{t: t, ns: sec*1e9 + int64(t.Nanosecond()), ok: true}
+		s.ns, s.ok = sec*1e9+int64(t.Nanosecond()), true
 	}
-	return stamp{t: t}
 }
 
 // zeroStamp is the zero instant's stamp: before every other.
@@ -96,14 +107,23 @@ func (a *stamp) before(b *stamp) bool {
 	return a.t.Before(b.t)
 }
 
-// add is the stamp of a.t.Add(d). Its integer is a's plus d when a has
-// one, is not the zero instant's, and the sum stays in range: then
-// a.t.Add(d) is exactly that many nanoseconds after the Unix epoch.
+// add is the stamp of a.t.Add(d). It inlines, so that its result is
+// set where the caller keeps it, not copied there (see setAdd).
 func (a *stamp) add(d time.Duration) stamp {
+	var s stamp
+	s.setAdd(a, d)
+	return s
+}
+
+// setAdd sets s to the stamp of a.t.Add(d); s may be a. Its integer is
+// a's plus d when a has one, is not the zero instant's, and the sum stays
+// in range: then a.t.Add(d) is exactly that many nanoseconds after the
+// Unix epoch.
+func (s *stamp) setAdd(a *stamp, d time.Duration) {
 	ns := a.ns + int64(d)
 	ok := a.ok && a.ns != math.MinInt64 && (ns > a.ns) == (d > 0) &&
 		ns >= -maxStampSec*1e9 && ns < (maxStampSec+1)*1e9
-	return stamp{t: a.t.Add(d), ns: ns, ok: ok}
+	s.t, s.ns, s.ok = a.t.Add(d), ns, ok
 }
 
 // changed says that a timer or m changed: due is to be computed again.
@@ -112,7 +132,7 @@ func (st *stream) changed() { st.dueOK, st.still = false, false }
 // dueAt is earliest(draining), computed once per change.
 func (st *stream) dueAt(draining bool) *stamp {
 	if st.dueOK && st.dueDraining == draining {
-		return &st.due
+		return st.due
 	}
 	return st.refresh(draining)
 }
@@ -122,8 +142,8 @@ func (st *stream) dueAt(draining bool) *stamp {
 //
 //go:noinline
 func (st *stream) refresh(draining bool) *stamp {
-	st.due, st.dueOK, st.dueDraining = *st.earliest(draining), true, draining
-	return &st.due
+	st.due, st.dueOK, st.dueDraining = st.earliest(draining), true, draining
+	return st.due
 }
 
 // earliest is the first instant at which the stream has timed work: its
@@ -132,8 +152,8 @@ func (st *stream) refresh(draining bool) *stamp {
 // idle release. Nothing of the stream is due before it.
 //
 // Each timer replaces t only when strictly before it: the first of equal
-// instants is the one kept. It returns the timer itself, copied once by
-// refresh.
+// instants is the one kept. It returns the timer itself, which
+// refresh keeps.
 func (st *stream) earliest(draining bool) *stamp {
 	t := &st.renewAt
 	if st.expiresAt.before(t) {
@@ -161,8 +181,8 @@ func (st *stream) earliest(draining bool) *stamp {
 
 // leased records a grant or renewal whose call started at start.
 func (st *stream) leased(start *stamp, c Config) {
-	st.renewAt = start.add(c.RenewEvery)
-	st.expiresAt = start.add(c.LeaseTTL - c.ClockMargin)
+	st.renewAt.setAdd(start, c.RenewEvery)
+	st.expiresAt.setAdd(start, c.LeaseTTL-c.ClockMargin)
 	st.changed()
 }
 
@@ -221,14 +241,14 @@ func (w *Worker) renew(ctx context.Context, st *stream, now *stamp) bool {
 	case err != nil:
 		// The lease may still be valid: go on, and try again soon. Sends
 		// stop at expiresAt whatever happens.
-		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
+		w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
 		st.renewAt = now.add(w.cfg.RetryAfterFailure)
 		st.changed()
 		return true
 	}
 	st.lease = l
 	st.leased(now, w.cfg)
-	w.observe(Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token})
+	w.observe(&Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token})
 	return true
 }
 
@@ -278,7 +298,7 @@ func (w *Worker) readFailed(st *stream, now *stamp, err error) bool {
 		w.lose(st, "read refused: "+err.Error())
 		return false
 	}
-	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
+	w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
 	st.rebuildAt = now.add(w.cfg.RetryAfterFailure)
 	st.adoptAt = st.rebuildAt
 	st.changed()
@@ -299,7 +319,7 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
 	if err != nil {
 		// The store holds records no machine could have written: a broken
 		// store. Leave the stream alone rather than act on them.
-		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
+		w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
 		w.release(ctx, st, "its records cannot be recovered")
 		return false
 	}
@@ -309,15 +329,15 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now *stamp) bool {
 	for _, r := range recs {
 		st.lastSeq = max(st.lastSeq, r.Seq)
 	}
-	st.adoptAt = w.nextPoll(now)
+	st.adoptAt = *w.nextPoll(now)
 	st.changed()
-	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
+	w.observe(&Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
 	return w.execute(ctx, st, now, b)
 }
 
 // adopt hands the machine the records enqueued since it last looked.
 func (w *Worker) adopt(ctx context.Context, st *stream, now *stamp) bool {
-	st.adoptAt = w.nextPoll(now)
+	st.adoptAt = *w.nextPoll(now)
 	st.changed()
 	recs, err := w.pending(ctx, st, st.lastSeq)
 	if err != nil {
@@ -327,12 +347,12 @@ func (w *Worker) adopt(ctx context.Context, st *stream, now *stamp) bool {
 		if r.State != machine.Pending || r.Attempts != 0 {
 			// Someone else acted on it since: another owner in between.
 			// What this machine knows is out of date; re-read it all.
-			w.observe(Event{Kind: Faulted, Stream: st.lease.Stream,
+			w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream,
 				Err: fmt.Errorf("record %q (seq %d) is %s with %d attempts, not new: rebuilding", r.ID, r.Seq, r.State, r.Attempts)})
 			return w.rebuild(ctx, st, now)
 		}
 		st.lastSeq = max(st.lastSeq, r.Seq)
-		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
+		w.observe(&Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
 		if !w.step(ctx, st, now, machine.Adopt{At: now.t, Record: r}) {
 			return false
 		}
@@ -371,7 +391,7 @@ func (w *Worker) stepAnswer(ctx context.Context, st *stream, now *stamp, in mach
 	}
 	b, err := st.m.Step(in)
 	if err != nil {
-		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
+		w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
 		w.dropMachine(st, now)
 		return false
 	}
@@ -398,7 +418,7 @@ func (w *Worker) execute(ctx context.Context, st *stream, now *stamp, b machine.
 // saved with the record, so an operator sees why it retries or died.
 func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b machine.Batch, ans *answer) bool {
 	for _, c := range b.Circuit {
-		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
+		w.observe(&Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
 	persist, sends, probes := plantedPersist(b.Persist), b.Sends, b.Probes
 	if w.draining {
@@ -420,11 +440,11 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 			w.saveFailed(st, now, err)
 			return false
 		}
-		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
+		w.observe(&Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
 	w.handOut(st, sends, probes)
 	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
-		st.wakeAt = stampOf(wake) // else it has its stamp already
+		st.wakeAt.set(wake) // else it has its stamp already
 	}
 	st.changed()
 	if len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
@@ -451,7 +471,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 	room(&w.out.Sends, len(sends))
 	room(&w.out.Probes, len(probes))
 	for _, s := range sends {
-		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
+		w.observe(&Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
 		w.out.Sends = append(w.out.Sends, Send{
 			Attempt:  channel.Attempt{Stream: st.lease.Stream, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt, Payload: s.Payload},
 			Token:    st.lease.Token,
@@ -461,7 +481,7 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 		})
 	}
 	for _, p := range probes {
-		w.observe(Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
+		w.observe(&Event{Kind: Probed, Stream: st.lease.Stream, Token: st.lease.Token, Detail: strconv.FormatUint(p.N, 10)})
 		w.out.Probes = append(w.out.Probes, Probe{
 			Stream: st.lease.Stream, Token: st.lease.Token, Gen: st.gen, N: p.N,
 			Deadline: st.expiresAt.t, Timeout: st.cfg.ProbeTimeout,
@@ -512,7 +532,7 @@ func (w *Worker) saveFailed(st *stream, now *stamp, err error) {
 	if errors.Is(err, store.ErrUnknown) {
 		detail = "outcome unknown; re-reading the store before acting"
 	}
-	w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err, Detail: detail})
+	w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Token: st.lease.Token, Op: "Save", Err: err, Detail: detail})
 	w.dropMachine(st, now)
 }
 

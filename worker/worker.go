@@ -187,29 +187,34 @@ func (w *Worker) clock(reading time.Time) *stamp {
 // each owned stream's look for new records) falls on that grid, so one
 // Advance serves them all, however many streams the worker owns and
 // whenever it took them over; each still comes within one Poll.
-func (w *Worker) nextPoll(now *stamp) stamp {
+func (w *Worker) nextPoll(now *stamp) *stamp {
 	// Every stream's poll in one Advance falls in the same interval of
 	// the grid, and a worker's next poll mostly in the interval after:
 	// comparisons and at most one addition, not a division, a
-	// subtraction and two additions of instants.
+	// subtraction and two additions of instants. The interval after is
+	// taken in place; should now lie beyond it too, the formula below
+	// sets both ends again. The caller copies the instant once.
 	if !w.pollHi.t.IsZero() && !now.before(&w.pollLo) {
 		if now.before(&w.pollHi) {
-			return w.pollHi
+			return &w.pollHi
 		}
-		if after := w.pollHi.add(w.cfg.Poll); now.before(&after) {
-			w.pollLo, w.pollHi = w.pollHi, after
-			return after
+		w.pollLo = w.pollHi
+		if w.pollHi.setAdd(&w.pollLo, w.cfg.Poll); now.before(&w.pollHi) {
+			return &w.pollHi
 		}
 	}
 	n := now.t.Sub(w.origin.t)/w.cfg.Poll + 1
 	w.pollLo, w.pollHi = w.origin.add((n-1)*w.cfg.Poll), w.origin.add(n*w.cfg.Poll)
-	return w.pollHi
+	return &w.pollHi
 }
 
-func (w *Worker) observe(e Event) {
+// observe stamps e with the worker's clock and hands it to the Observer.
+// It takes e by pointer: an Event is large, and the Observer's call copies
+// it once already.
+func (w *Worker) observe(e *Event) {
 	if w.cfg.Observer != nil {
 		e.At = w.now.t
-		w.cfg.Observer.Observe(e)
+		w.cfg.Observer.Observe(*e)
 	}
 }
 
@@ -304,7 +309,7 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 		w.replied = st
 	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
-		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
+		w.observe(&Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})
 		return w.flush()
 	}
@@ -313,14 +318,14 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 		if w.draining {
 			return w.flush() // nothing new goes out while draining
 		}
-		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
+		w.observe(&Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
 		in = machine.ProbeResult{At: now.t, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
 	} else {
 		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
 		if r.Outcome.Result != machine.OutcomeFailed || retryAfter < 0 {
 			retryAfter = 0 // a hint goes only with a retryable failure
 		}
-		w.observe(Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
+		w.observe(&Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
 		in = machine.Result{At: now.t, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
 		w.stepAnswer(ctx, st, now, in, &answer{id: r.ID, outcome: store.Outcome{
 			Attempt: r.Attempt,
@@ -428,12 +433,12 @@ func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 
 // claim asks the store for due streams, as many as there is room for.
 func (w *Worker) claim(ctx context.Context, now *stamp) {
-	w.claimAt = w.nextPoll(now)
+	w.claimAt = *w.nextPoll(now)
 	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
 	if err != nil {
 		// A claim whose reply was lost may have granted leases this worker
 		// does not know of: they run out in one LeaseTTL, unused.
-		w.observe(Event{Kind: StoreFailed, Op: "ClaimDue", Err: err})
+		w.observe(&Event{Kind: StoreFailed, Op: "ClaimDue", Err: err})
 		return
 	}
 	for _, l := range leases {
@@ -447,14 +452,14 @@ func (w *Worker) purge(ctx context.Context, now *stamp) {
 	w.purgeAt = now.add(w.cfg.RetentionEvery)
 	n, err := w.cfg.Store.DeleteSettled(ctx, w.cfg.Retention, w.cfg.PageSize)
 	if err != nil {
-		w.observe(Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
+		w.observe(&Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
 		return
 	}
 	if n == w.cfg.PageSize {
 		w.purgeAt = now.add(min(w.cfg.Poll, w.cfg.RetentionEvery))
 	}
 	if n > 0 {
-		w.observe(Event{Kind: Purged, Count: n})
+		w.observe(&Event{Kind: Purged, Count: n})
 	}
 }
 
@@ -467,15 +472,15 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
 		w.lose(old, "the store granted the stream again under a new lease")
 	}
 	st := &stream{lease: l}
-	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
+	w.observe(&Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
 	cfg, err := w.cfg.Policy(l.Stream)
 	if err == nil {
 		err = cfg.Validate()
 	}
 	if err != nil {
-		w.observe(Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
+		w.observe(&Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
 		if err := w.cfg.Store.Release(ctx, l); err != nil {
-			w.observe(Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
+			w.observe(&Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
 		}
 		return
 	}
@@ -497,7 +502,7 @@ func (w *Worker) forget(st *stream) {
 // lose: the worker is no longer the stream's owner. It drops the machine
 // and acts on the stream no more; replies for it will be dropped.
 func (w *Worker) lose(st *stream, why string) {
-	w.observe(Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
+	w.observe(&Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
 	w.forget(st)
 }
 
@@ -509,9 +514,9 @@ func (w *Worker) release(ctx context.Context, st *stream, why string) {
 		w.lose(st, "release refused: "+err.Error()) // it was lost already
 		return
 	case err != nil:
-		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})
+		w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})
 	default:
-		w.observe(Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
+		w.observe(&Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
 	}
 	w.forget(st)
 }
