@@ -152,11 +152,9 @@ func (k *Checker) Check(run Run) []Violation {
 	return out
 }
 
-// room gives every event and worker numbered so far its state. Events get
-// all the room views already has, not one more each: room then runs once a
-// run (or once per doubling), not on every event's first sight.
+// room gives every event and worker numbered so far its state.
 func (k *Checker) room() {
-	n, nw := max(len(k.ids.list), cap(k.c.views)), len(k.workers.list)
+	n, nw := len(k.ids.list), len(k.workers.list)
 	k.c.views = grow(k.c.views, n)
 	k.c.workers = grow(k.c.workers, nw)
 	k.p.room(n, nw)
