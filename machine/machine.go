@@ -204,8 +204,12 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 // load takes the store's records into a new machine, in Seq order, and
 // indexes them as at time now.
 func (m *Machine) load(records []Record, now time.Time) error {
-	recs := slices.Clone(records)
-	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
+	recs := records
+	if !increasingSeq(records) {
+		recs = slices.Clone(records)
+		slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
+	}
+	m.all = make([]*entry, 0, len(recs))
 	for i, r := range recs {
 		if err := checkRecord(r); err != nil {
 			return err
@@ -236,6 +240,19 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// increasingSeq reports whether records are in strictly increasing Seq
+// order, as a store hands them: load then reads them where they are,
+// without the copy and the sort. Anything else (a tie included, whose
+// order the sort decides) takes the sorted copy, as before.
+func increasingSeq(records []Record) bool {
+	for i := 1; i < len(records); i++ {
+		if records[i-1].Seq >= records[i].Seq {
+			return false
+		}
+	}
+	return true
 }
 
 func checkRecord(r Record) error {
