@@ -485,7 +485,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
 		return
 	}
 	st.cfg = plantedConfig(cfg)
-	st.leased(now, w.cfg)
+	st.leased(now, &w.cfg)
 	w.streams[l.Stream] = st
 	i, _ := slices.BinarySearchFunc(w.order, l.Stream, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })
 	w.order = slices.Insert(w.order, i, st)
