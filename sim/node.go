@@ -58,6 +58,11 @@ type node struct {
 	// every lease renewal.
 	ownerName string
 	ownerInc  int
+
+	// store is the store as this node's workers see it. Its methods take
+	// a pointer, so that the worker's calls through store.Store do not go
+	// through a wrapper that copies it.
+	store nodeStore
 }
 
 func (n *node) owner() string {
@@ -155,9 +160,10 @@ func (s *sim) startNodes() {
 // boot starts a node's current incarnation: a new worker, owning nothing.
 func (s *sim) boot(n *node) {
 	c := s.cfg
+	n.store = nodeStore{Store: s.store, s: s, n: n}
 	w, err := worker.New(worker.Config{
 		Owner:       n.owner(),
-		Store:       nodeStore{Store: s.store, s: s, n: n},
+		Store:       &n.store,
 		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
@@ -539,14 +545,14 @@ type nodeStore struct {
 	n *node
 }
 
-func (ns nodeStore) fenced(err error) error {
+func (ns *nodeStore) fenced(err error) error {
 	if errors.Is(err, store.ErrStaleLease) {
 		ns.s.stats.FencedWrites++
 	}
 	return err
 }
 
-func (ns nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
+func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
 	ls, err := ns.Store.ClaimDue(ctx, owner, ttl, limit)
 	for _, l := range ls {
 		s := ns.s
@@ -561,7 +567,7 @@ func (ns nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duratio
 // a second time at once with a shorter ttl drawn in [RenewTTLMin,
 // LeaseTTL], as a retried renewal might be: a store must not let it
 // shorten the lease.
-func (ns nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
 	s := ns.s
 	nl, err := ns.Store.Renew(ctx, l, ttl)
 	if err != nil {
@@ -578,11 +584,11 @@ func (ns nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration)
 	return nl, nil
 }
 
-func (ns nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
+func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
 	return ns.fenced(ns.Store.Save(ctx, l, ups))
 }
 
-func (ns nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
+func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
 	recs, err := ns.Store.Pending(ctx, l, after, limit)
 	return recs, ns.fenced(err)
 }
