@@ -381,7 +381,8 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	for _, x := range sends {
 		s.stats.Sends++
-		s.observe(&invariants.Entry{Kind: invariants.Sent, Worker: n.name, Token: x.Token, ID: x.ID, Seq: x.Seq, Attempt: x.Attempt.Attempt})
+		e := s.observe(invariants.Sent, x.ID)
+		e.Worker, e.Token, e.Seq, e.Attempt = n.name, x.Token, x.Seq, x.Attempt.Attempt
 		s.send(n, x)
 	}
 	for _, p := range probes {
@@ -434,7 +435,10 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	s.stats.Restarts++
 	s.coverAll(FaultWorkerCrash)
 	s.note(n, opCrash, dur(down))
-	s.observeAll(&invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
+	for i := range s.runs { // it concerns every stream
+		e := s.observeIn(i)
+		e.Kind, e.Worker, e.Detail = invariants.Restarted, n.name, why
+	}
 	n.down, n.w = true, nil
 	n.inc++
 	n.wake++
@@ -509,7 +513,8 @@ func (s *sim) storeFailed(n *node, ev *worker.Event) {
 	switch {
 	case errors.Is(ev.Err, store.ErrInvalidWrite):
 		s.note(n, opWriteRejected, str(ev.Err.Error()))
-		s.observeIn(s.streamIndex(ev.Stream), &invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
+		e := s.observeIn(s.streamIndex(ev.Stream))
+		e.Kind, e.Worker, e.Token, e.Detail = invariants.WriteRejected, n.name, ev.Token, ev.Err.Error()
 	case errors.Is(ev.Err, store.ErrUnavailable):
 		s.note(n, opStoreRefusal, str(ev.Op))
 		s.coverAll(FaultStoreRefusal)
@@ -558,7 +563,8 @@ func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Durati
 		s := ns.s
 		s.newestToken = max(s.newestToken, l.Token)
 		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
-		s.observeIn(s.streamIndex(l.Stream), &invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
+		e := s.observeIn(s.streamIndex(l.Stream))
+		e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseGranted, ns.n.name, l.Token, l.Expires, owner
 	}
 	return ls, err
 }
@@ -574,14 +580,20 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 		return nl, ns.fenced(err)
 	}
 	i := s.streamIndex(l.Stream)
-	s.observeIn(i, &invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: nl.Token, Until: nl.Expires, Detail: ns.n.owner()})
+	ns.renewed(i, nl)
 	if min := s.cfg.RenewTTLMin; min > 0 {
 		again, err := ns.Store.Renew(ctx, nl, between(s.rLease, min, ttl))
 		if err == nil {
-			s.observeIn(i, &invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: again.Token, Until: again.Expires, Detail: ns.n.owner()})
+			ns.renewed(i, again)
 		}
 	}
 	return nl, nil
+}
+
+// renewed logs the renewal of lease l in stream i's log.
+func (ns *nodeStore) renewed(i int, l store.Lease) {
+	e := ns.s.observeIn(i)
+	e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseRenewed, ns.n.name, l.Token, l.Expires, ns.n.owner()
 }
 
 func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
@@ -606,19 +618,20 @@ func (s *sim) enqueue(i int, payload []byte) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
 		}
 		s.note(nil, opEnqueueRefused, str(id))
-		s.observe(&invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
+		s.observe(invariants.Refused, id).Detail = "store unavailable"
 		s.coverEvent(FaultStoreRefusal, i)
 		return
 	}
 	if created {
 		s.persisted(nil, rec)
-		s.observe(&invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: rec.ID, Seq: rec.Seq, Record: *rec})
+		e := s.observe(invariants.Persisted, rec.ID)
+		e.Worker, e.Seq, e.Record = "store", rec.Seq, *rec
 		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
 		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
 		s.stats.DuplicateAcks++
 	}
-	s.observe(&invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
+	s.observe(invariants.Acked, rec.ID).Seq = rec.Seq
 	s.acked[i] = true
 	if n := s.nodes[0]; !n.down && n.w != nil {
 		n.w.Notify(stream)
