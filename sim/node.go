@@ -259,11 +259,11 @@ func (s *sim) reschedule(n *node) {
 	// Judged as offsets from Epoch, the queue's keys: integers, where
 	// Time.Before compares seconds and nanoseconds apart. The order is
 	// the same for every instant within 292 years of Epoch, beyond which
-	// the queue cannot key two instants apart anyway.
-	if n.skew != 0 {
-		next = next.Add(-n.skew)
-	}
-	at := sinceEpoch(next)
+	// the queue cannot key two instants apart anyway. The skew comes off
+	// the offset, as Time.Add(-skew) would take it off the instant, but
+	// without Add's call and overflow check: a run's instants are
+	// centuries from overflowing.
+	at := sinceEpoch(next) - n.skew
 	if at < s.elapsed {
 		at = s.elapsed
 	}
