@@ -487,6 +487,9 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
 	}
+	if entryless(ev.Kind) {
+		return // not worth observe.Worker's copy of the event
+	}
 	// Straight into the log, rather than through a batch copied entry by
 	// entry: an entry is some 260 bytes.
 	l := s.log
@@ -494,6 +497,19 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
 	l.entries = observe.Worker(l.entries, n.name, *ev)
 	l.stamp(s.streamIndex(ev.Stream), from, s.now)
+}
+
+// entryless reports whether observe.Worker makes no entry of a worker
+// event of kind k (TestEntrylessKindsMakeNoEntries holds it to it). Lease
+// grants and renewals, a good part of a run's events, are among them: a
+// recorder logs those from the store's replies (nodeStore).
+func entryless(k worker.Kind) bool {
+	switch k {
+	case worker.LeaseGranted, worker.LeaseRenewed, worker.LeaseLost, worker.LeaseReleased,
+		worker.ReplyDropped, worker.StoreFailed, worker.Purged, worker.Faulted:
+		return true
+	}
+	return false
 }
 
 // nodeObserver is node n's worker's Observer. It is a type of its own
