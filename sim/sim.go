@@ -307,10 +307,13 @@ func atoi(s string) (int, error) {
 	return n, nil
 }
 
-// observe logs e, which names an event, in its stream's log. Entries are
-// passed by pointer (to a caller's literal, which stays on the stack):
-// one is some 260 bytes, and each copy of it costs.
-func (s *sim) observe(e *invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
+// observe logs a new entry of kind about event id in its stream's log
+// and returns it for the caller to fill in the rest.
+func (s *sim) observe(kind invariants.Kind, id string) *invariants.Entry {
+	e := s.observeIn(s.streamOf(id))
+	e.Kind, e.ID = kind, id
+	return e
+}
 
 // streamOf is the index of event id's stream: EventID(i) goes to stream
 // i mod Streams.
@@ -325,18 +328,10 @@ func (s *sim) streamOf(id string) int {
 	return (i - 1) % len(s.streams)
 }
 
-// observeIn logs e in the log of stream i. It sets e's instant and step.
-func (s *sim) observeIn(i int, e *invariants.Entry) {
-	e.At = s.now
-	s.log.add(i, e)
-}
-
-// observeAll logs e, which concerns every stream, in every log.
-func (s *sim) observeAll(e *invariants.Entry) {
-	for i := range s.runs {
-		s.observeIn(i, e)
-	}
-}
+// observeIn logs a new entry in the log of stream i, at the virtual
+// instant and numbered, and returns it for the caller to fill in: it is
+// built in place in the log (obsLog.next).
+func (s *sim) observeIn(i int) *invariants.Entry { return s.log.next(i, s.now) }
 
 func (s *sim) simulate() error {
 	w := s.w
@@ -443,7 +438,7 @@ func (s *sim) offer(i, copy int) {
 	}
 	s.stats.Offers++
 	s.note(nil, opOffer, str(id), num(copy))
-	s.observe(&invariants.Entry{Kind: invariants.Offered, ID: id})
+	s.observe(invariants.Offered, id)
 	s.coverEvent(FaultDuplicateOffer, i)
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check. The
@@ -603,9 +598,11 @@ func (s *sim) arrive(f *flight) {
 	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
 	switch v {
 	case applied:
-		s.observe(&invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
+		e := s.observe(invariants.Applied, x.ID)
+		e.Seq, e.Attempt = x.Seq, attempt
 	case duplicate, fenced:
-		s.observe(&invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
+		e := s.observe(invariants.Discarded, x.ID)
+		e.Seq, e.Attempt, e.Detail = x.Seq, attempt, v.String()
 	}
 	if f.lose {
 		s.note(nil, opLostAck, str(x.ID), num(attempt))
