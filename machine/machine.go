@@ -115,6 +115,7 @@ type Machine struct {
 	out   Batch
 	dirty []*entry
 	free  []*entry // forgotten entries compact dropped, for takeEntry to reuse
+	block []Record // what is left of persistRoom's block, never handed out yet
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
 }
@@ -907,7 +908,7 @@ func (m *Machine) flush(out *Batch) {
 	// the simulator does not, pays one allocation per batch and not one
 	// per doubling.
 	if cap(m.out.Persist) < len(m.dirty) {
-		m.out.Persist = make([]Record, 0, len(m.dirty))
+		m.out.Persist = m.persistRoom(len(m.dirty))
 	}
 	for _, e := range m.dirty {
 		m.out.Persist = append(m.out.Persist, e.rec)
@@ -921,6 +922,28 @@ func (m *Machine) flush(out *Batch) {
 	handOut(&out.Sends, &m.out.Sends)
 	handOut(&out.Probes, &m.out.Probes)
 	handOut(&out.Circuit, &m.out.Circuit)
+}
+
+// persistBlock is how many records persistRoom carves from one
+// allocation.
+const persistBlock = 16
+
+// persistRoom returns an empty list with room for n records. A caller
+// may keep a batch's Persist for good (an observer does), so a list is
+// never written again once handed out; but the lists need not be
+// allocated one by one: small ones are carved from a shared block, each
+// capped at its own room so that an append past it cannot reach the
+// next one's. A kept list keeps its block alive, no more than a block.
+func (m *Machine) persistRoom(n int) []Record {
+	if n > persistBlock/4 {
+		return make([]Record, 0, n)
+	}
+	if len(m.block) < n {
+		m.block = make([]Record, persistBlock)
+	}
+	room := m.block[:0:n]
+	m.block = m.block[n:]
+	return room
 }
 
 // handOut settles who owns a list after a step: the caller if it holds
