@@ -141,7 +141,26 @@ func (k *Checker) Check(run Run) []Violation {
 	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range run.Entries {
 		e := &run.Entries[i]
-		at := k.refOf(e)
+		// Number e's event and worker, for the kinds that have them
+		// (cached is inlined; what it does not find goes to k.miss).
+		// Written out here: as a function of its own, its prologue and
+		// three-int return cost more than the lookups.
+		at := ref{ev: -1, id: -1, wk: -1}
+		a := about[e.Kind]
+		if a&aboutWorker != 0 {
+			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+				at.wk = k.miss(&k.workers, e.Worker)
+			}
+		}
+		if a&aboutEvent != 0 {
+			if at.id = k.ids.cached(e.ID); at.id < 0 {
+				at.id = k.miss(&k.ids, e.ID)
+			}
+			at.ev = at.id
+			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
+				at.ev = k.recordOf(e, at.id)
+			}
+		}
 		p.entry(e, at)
 		c.entry(e, at)
 	}
@@ -176,29 +195,16 @@ var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
 	// Discarded and WriteRejected: judged by nothing the checker numbers.
 }
 
-// refOf numbers e's event and worker, for the kinds that have them. It
-// runs on every entry: names.cached is inlined, and what it does not find
-// goes to k.miss.
-func (k *Checker) refOf(e *Entry) ref {
-	at := ref{ev: -1, id: -1, wk: -1}
-	a := about[e.Kind]
-	if a&aboutWorker != 0 {
-		if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-			at.wk = k.miss(&k.workers, e.Worker)
-		}
+// recordOf numbers the record of e, a Persisted entry whose ID, numbered
+// id, is not the same string as its record's (it may be an equal one).
+func (k *Checker) recordOf(e *Entry, id int) int {
+	if e.Record.ID == e.ID {
+		return id
 	}
-	if a&aboutEvent != 0 {
-		if at.id = k.ids.cached(e.ID); at.id < 0 {
-			at.id = k.miss(&k.ids, e.ID)
-		}
-		at.ev = at.id
-		if e.Kind == Persisted && !same(e.Record.ID, e.ID) && e.Record.ID != e.ID {
-			if at.ev = k.ids.cached(e.Record.ID); at.ev < 0 {
-				at.ev = k.miss(&k.ids, e.Record.ID)
-			}
-		}
+	if ev := k.ids.cached(e.Record.ID); ev >= 0 {
+		return ev
 	}
-	return at
+	return k.miss(&k.ids, e.Record.ID)
 }
 
 // miss numbers s by n, which cached did not find it in, and gives a string
