@@ -173,9 +173,10 @@ func (k *Checker) Check(run Run) []Violation {
 // room gives every event and worker numbered so far its state.
 func (k *Checker) room() {
 	n, nw := len(k.ids.list), len(k.workers.list)
-	k.c.views = grow(k.c.views, n)
+	k.c.views = growAhead(k.c.views, n)
 	k.c.workers = grow(k.c.workers, nw)
-	k.p.room(n, nw)
+	// As many as views: miss asks for room by views' length alone.
+	k.p.room(len(k.c.views), nw)
 }
 
 // What an entry of each kind is about, of what the checker follows by
