@@ -141,9 +141,27 @@ func (k *Checker) Check(run Run) []Violation {
 	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range run.Entries {
 		e := &run.Entries[i]
-		at := k.refOf(e)
-		p.entry(e, at)
-		c.entry(e, at)
+		// Number e's event and worker, for the kinds that have them
+		// (cached is inlined; what it does not find goes to k.miss).
+		// Written out here: as a function of its own, its prologue and
+		// three-int return cost more than the lookups.
+		at := ref{ev: -1, id: -1, wk: -1}
+		a := about[e.Kind]
+		if a&aboutWorker != 0 {
+			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+				at.wk = k.miss(&k.workers, e.Worker)
+			}
+		}
+		if a&aboutEvent != 0 {
+			if at.id = k.ids.cached(e.ID); at.id < 0 {
+				at.id = k.miss(&k.ids, e.ID)
+			}
+			at.ev = at.id
+			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
+				at.ev = k.recordOf(e, at.id)
+			}
+		}
+		k.entry(e, at)
 	}
 	p.final()
 	c.final()
@@ -155,9 +173,10 @@ func (k *Checker) Check(run Run) []Violation {
 // room gives every event and worker numbered so far its state.
 func (k *Checker) room() {
 	n, nw := len(k.ids.list), len(k.workers.list)
-	k.c.views = grow(k.c.views, n)
+	k.c.views = growAhead(k.c.views, n)
 	k.c.workers = grow(k.c.workers, nw)
-	k.p.room(n, nw)
+	// As many as views: miss asks for room by views' length alone.
+	k.p.room(len(k.c.views), nw)
 }
 
 // What an entry of each kind is about, of what the checker follows by
@@ -176,29 +195,16 @@ var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
 	// Discarded and WriteRejected: judged by nothing the checker numbers.
 }
 
-// refOf numbers e's event and worker, for the kinds that have them. It
-// runs on every entry: names.cached is inlined, and what it does not find
-// goes to k.miss.
-func (k *Checker) refOf(e *Entry) ref {
-	at := ref{ev: -1, id: -1, wk: -1}
-	a := about[e.Kind]
-	if a&aboutWorker != 0 {
-		if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-			at.wk = k.miss(&k.workers, e.Worker)
-		}
+// recordOf numbers the record of e, a Persisted entry whose ID, numbered
+// id, is not the same string as its record's (it may be an equal one).
+func (k *Checker) recordOf(e *Entry, id int) int {
+	if e.Record.ID == e.ID {
+		return id
 	}
-	if a&aboutEvent != 0 {
-		if at.id = k.ids.cached(e.ID); at.id < 0 {
-			at.id = k.miss(&k.ids, e.ID)
-		}
-		at.ev = at.id
-		if e.Kind == Persisted && !same(e.Record.ID, e.ID) && e.Record.ID != e.ID {
-			if at.ev = k.ids.cached(e.Record.ID); at.ev < 0 {
-				at.ev = k.miss(&k.ids, e.Record.ID)
-			}
-		}
+	if ev := k.ids.cached(e.Record.ID); ev >= 0 {
+		return ev
 	}
-	return at
+	return k.miss(&k.ids, e.Record.ID)
 }
 
 // miss numbers s by n, which cached did not find it in, and gives a string
@@ -274,56 +280,95 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 	c.out = append(c.out, Violation{Invariant: inv, ID: id, Step: step, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) entry(e *Entry, at ref) {
+// entry judges one observation: the policy checker first, then the safety
+// checker, one kind at a time. One switch for both, where each had its
+// own entry method: a call and a switch less per entry.
+func (k *Checker) entry(e *Entry, at ref) {
+	p, c := &k.p, &k.c
+	if len(p.due) > 0 {
+		p.retriesDue(e.At, e.Step)
+	}
 	switch e.Kind {
-	case Acked:
-		v := &c.views[at.ev]
-		if !v.persisted {
-			c.fail(NothingLost, e.ID, e.Step, "acknowledged before it was persisted")
-		}
-		if v.seq != 0 && v.seq != e.Seq {
-			c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, v.seq)
-		}
-		if !v.acked {
-			v.acked, v.ackStep = true, e.Step
-		}
 	case Persisted:
+		p.persisted(e, at)
 		c.persisted(e, at)
 	case Sent:
+		p.sent(e, at)
 		c.sent(e, at)
+	case Replied:
+		p.replied(e, at)
+		c.replied(e, at)
+	case Offered, Refused:
+		p.producer(e, at)
+	case Acked:
+		p.producer(e, at)
+		c.acked(e, at)
 	case Applied:
-		v := &c.views[at.ev]
-		v.applied++
-		if v.applied > 1 {
-			c.fail(AppliedOnce, e.ID, e.Step, "applied %d times", v.applied)
-		}
-		if !v.persisted {
-			c.fail(AppliedOnce, e.ID, e.Step, "applied, but never accepted")
-			return
-		}
-		if c.run.Policy.Ordering == machine.Strict && c.run.ReceiverFences {
-			if v.seq <= c.applied {
-				c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.seq, c.applied)
-			}
-			c.applied = max(c.applied, v.seq)
-		}
+		c.appliedBy(e, at)
+	case LeaseGranted:
+		p.lease(e, at)
+		c.newest = max(c.newest, e.Token)
+	case LeaseRenewed:
+		p.lease(e, at)
+	case Probed:
+		p.probed(e, at)
+	case ProbeReplied:
+		p.worker(at.wk).probeOut = false
+	case Adopted:
+		p.adopted(e, at)
 	case CircuitChanged:
+		p.circuit(e, at)
 		c.worker(at.wk).circuit = e.Circuit
 	case Restarted:
+		p.restarted(at)
 		w := c.worker(at.wk)
 		w.circuit = 0
 		w.flying = w.flying[:0] // the new machine owes nothing to the old one's attempts
-	case LeaseGranted:
-		c.newest = max(c.newest, e.Token)
-	case Replied:
-		if e.Detail == machine.OutcomeRefused.String() {
-			c.views[at.ev].refused = true
-		}
-		c.worker(at.wk).land(at.ev, e.Attempt)
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
-	case Probed, Discarded:
+	case Discarded:
 	}
+}
+
+// acked judges the producer's acknowledgement of an event.
+func (c *checker) acked(e *Entry, at ref) {
+	v := &c.views[at.ev]
+	if !v.persisted {
+		c.fail(NothingLost, e.ID, e.Step, "acknowledged before it was persisted")
+	}
+	if v.seq != 0 && v.seq != e.Seq {
+		c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, v.seq)
+	}
+	if !v.acked {
+		v.acked, v.ackStep = true, e.Step
+	}
+}
+
+// appliedBy judges the receiver applying an event.
+func (c *checker) appliedBy(e *Entry, at ref) {
+	v := &c.views[at.ev]
+	v.applied++
+	if v.applied > 1 {
+		c.fail(AppliedOnce, e.ID, e.Step, "applied %d times", v.applied)
+	}
+	if !v.persisted {
+		c.fail(AppliedOnce, e.ID, e.Step, "applied, but never accepted")
+		return
+	}
+	if c.run.Policy.Ordering == machine.Strict && c.run.ReceiverFences {
+		if v.seq <= c.applied {
+			c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.seq, c.applied)
+		}
+		c.applied = max(c.applied, v.seq)
+	}
+}
+
+// replied lands the attempt a reply answers.
+func (c *checker) replied(e *Entry, at ref) {
+	if e.Detail == machine.OutcomeRefused.String() {
+		c.views[at.ev].refused = true
+	}
+	c.worker(at.wk).land(at.ev, e.Attempt)
 }
 
 func (c *checker) persisted(e *Entry, at ref) {

@@ -199,3 +199,12 @@ func grow[T any](s []T, n int) []T {
 	copy(t, s)
 	return t
 }
+
+// growAhead is grow, with room for up to n more elements where s has it
+// already: a run numbers its events one miss at a time, and growing its
+// state by one on each cost more than the misses themselves. Never past
+// s's capacity (no allocation grow would not make) nor twice n (a run's
+// cost stays its own).
+func growAhead[T any](s []T, n int) []T {
+	return grow(s, max(n, min(2*n, cap(s))))
+}

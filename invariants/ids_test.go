@@ -72,3 +72,23 @@ func TestGrowAddsZeros(t *testing.T) {
 		t.Fatalf("grow shrank the slice to %d", len(got))
 	}
 }
+
+// growAhead gives at least n elements, all zero past the old length, and
+// never more than twice n nor a new array where s had the room.
+func TestGrowAheadStaysWithinTheRun(t *testing.T) {
+	for _, c := range []struct{ len, cap, n int }{{0, 0, 1}, {0, 100000, 10}, {5, 100, 6}, {50, 60, 55}, {8, 8, 9}, {10, 100, 3}} {
+		s := make([]int, c.len, c.cap)
+		got := growAhead(s, c.n)
+		if len(got) < c.n || len(got) > max(2*c.n, c.len) {
+			t.Errorf("%+v: length %d", c, len(got))
+		}
+		if c.n <= c.cap && cap(got) != c.cap {
+			t.Errorf("%+v: reallocated (cap %d) though s had the room", c, cap(got))
+		}
+		for i := c.len; i < len(got); i++ {
+			if got[i] != 0 {
+				t.Errorf("%+v: element %d not zero", c, i)
+			}
+		}
+	}
+}

@@ -211,39 +211,20 @@ func (w writer) String() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
 
 func (w *workerState) writer() writer { return writer{w.name, w.inc} }
 
-// entry judges one observation. It runs before the safety checker sees it.
-func (p *policy) entry(e *Entry, at ref) {
-	if len(p.due) > 0 {
-		p.retriesDue(e.At, e.Step)
+// replied hands the reply to the attempt it answers, if in flight.
+func (p *policy) replied(e *Entry, at ref) {
+	w := p.worker(at.wk)
+	if x := w.at(at.ev); x.flying && x.attempt == e.Attempt {
+		x.reply = e
 	}
-	switch e.Kind {
-	case Persisted:
-		p.persisted(e, at)
-	case Sent:
-		p.sent(e, at)
-	case Probed:
-		p.probed(e, at)
-	case ProbeReplied:
-		p.worker(at.wk).probeOut = false
-	case Replied:
-		w := p.worker(at.wk)
-		if x := w.at(at.ev); x.flying && x.attempt == e.Attempt {
-			x.reply = e
-		}
-	case CircuitChanged:
-		p.circuit(e, at)
-	case Restarted:
-		p.restarted(at)
-	case Adopted:
-		w := p.worker(at.wk)
-		w.know(at.ev)
-		if w.circuit == machine.Open {
-			w.owe(at.ev, e.Step)
-		}
-	case LeaseGranted, LeaseRenewed:
-		p.lease(e, at)
-	case Offered, Acked, Refused:
-		p.producer(e, at)
+}
+
+// adopted gives the worker an event it took over.
+func (p *policy) adopted(e *Entry, at ref) {
+	w := p.worker(at.wk)
+	w.know(at.ev)
+	if w.circuit == machine.Open {
+		w.owe(at.ev, e.Step)
 	}
 }
 
