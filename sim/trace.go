@@ -180,21 +180,12 @@ func (a arg) value() any {
 // feeds the line's binary encoding to the hash, and keeps its text only
 // when the run keeps a trace.
 func (s *sim) note(n *node, o op, args ...arg) {
-	name := ""
-	if n != nil {
-		name = n.name
-	}
-	b := append(s.enc, byte(o))
-	b = appendVarint(b, int64(s.elapsed))
-	b = appendString(b, name)
+	name := nodeName(n)
+	b := s.lineHead(o, name)
 	for i := range args {
 		b = appendArg(b, &args[i])
 	}
-	if len(b) >= traceFlushBytes {
-		s.hash.Write(b)
-		b = b[:0]
-	}
-	s.enc = b
+	s.lineDone(b)
 	if s.opt.Trace {
 		s.trace = append(s.trace, formatLine(s.now, name, o, args))
 	}
@@ -209,15 +200,30 @@ func (s *sim) noteRecord(n *node, o op, r *machine.Record) {
 		s.note(n, o, record(r))
 		return
 	}
-	name := ""
-	if n != nil {
-		name = n.name
+	b := s.lineHead(o, nodeName(n))
+	b = append(b, byte(kRecord))
+	s.lineDone(appendRecord(b, r))
+}
+
+// nodeName is the name a trace line gives node n: none for nil.
+func nodeName(n *node) string {
+	if n == nil {
+		return ""
 	}
+	return n.name
+}
+
+// lineHead starts a line's encoding in s.enc: its op, instant and
+// worker. Its arguments follow, then lineDone.
+func (s *sim) lineHead(o op, name string) []byte {
 	b := append(s.enc, byte(o))
 	b = appendVarint(b, int64(s.elapsed))
-	b = appendString(b, name)
-	b = append(b, byte(kRecord))
-	b = appendRecord(b, r)
+	return appendString(b, name)
+}
+
+// lineDone keeps an encoded line, feeding the buffer to the hash once
+// it holds traceFlushBytes.
+func (s *sim) lineDone(b []byte) {
 	if len(b) >= traceFlushBytes {
 		s.hash.Write(b)
 		b = b[:0]
