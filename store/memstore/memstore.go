@@ -70,7 +70,7 @@ type Store struct {
 	kept, handed []byte
 	// pages is where page cuts Pending's next answers from.
 	pages []machine.Record
-	// plain turns every shortcut off (granted and current, found,
+	// plain turns every shortcut off (granted and held's valid case, found,
 	// named, Pending's nothing-new answer, Save's marks, ClaimDue's
 	// bound and due summaries, toMachine's reading in place): set only
 	// by the tests, which run a plain store beside a normal one and
@@ -372,10 +372,7 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	if err := s.checkAvailable("renew"); err != nil {
 		return store.Lease{}, err
 	}
-	st, err := s.current(&l, now), error(nil)
-	if st == nil {
-		st, err = s.held("renew", l, now)
-	}
+	st, err := s.held("renew", &l, now)
 	if err != nil {
 		return store.Lease{}, err
 	}
@@ -397,10 +394,7 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 	if err := s.checkAvailable("release"); err != nil {
 		return err
 	}
-	st, err := s.current(&l, now), error(nil)
-	if st == nil {
-		st, err = s.held("release", l, now)
-	}
+	st, err := s.held("release", &l, now)
 	if err != nil {
 		return err
 	}
@@ -420,10 +414,7 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
-	st, err := s.current(&l, now), error(nil)
-	if st == nil {
-		st, err = s.held("pending", l, now)
-	}
+	st, err := s.held("pending", &l, now)
 	if err != nil {
 		return nil, err
 	}
@@ -467,10 +458,7 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 	if err := s.checkAvailable("save"); err != nil {
 		return err
 	}
-	st, err := s.current(&l, now), error(nil)
-	if st == nil {
-		st, err = s.held("save", l, now)
-	}
+	st, err := s.held("save", &l, now)
 	if err != nil {
 		return err
 	}
@@ -784,33 +772,32 @@ func (s *Store) grant(name string, st *stream, owner string, now time.Time, ttl 
 	return st.lease.Lease(name)
 }
 
-// current returns l's stream if s.granted has it and l is its valid
-// current lease, and nil otherwise, when held must judge: the valid case
-// of held, as CheckHeld judges it, without copying the lease or the
-// arguments held needs for its error, which cost more than the checks.
-// The planted bugs let a lease through that is not valid, never the
-// other way, so they are held's alone.
-func (s *Store) current(l *store.Lease, now time.Time) *stream {
-	st := s.granted[l.Token%grantedSlots]
-	if st == nil || s.plain {
-		return nil
-	}
-	if h := &st.lease; h.Token != l.Token || h.Token == 0 || h.Released || !equal(st.name, l.Stream) ||
-		!equal(h.Owner, l.Owner) || !now.Before(h.Expires) {
-		return nil
-	}
-	return st
-}
-
 // equal is a == b, asking the runtime only when the strings are not the
 // same bytes: a worker presents its lease in the strings the store
 // granted it with.
 func equal(a, b string) bool { return same(a, b) || a == b }
 
 // held returns l's stream if l is its valid current lease, or an error
-// wrapping store.ErrStaleLease that says why it is not. Callers ask
-// current first.
-func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
+// wrapping store.ErrStaleLease that says why it is not. The valid case,
+// as CheckHeld judges it, is settled here from s.granted, by pointer and
+// without copying the lease or the arguments an error needs, which cost
+// more than the checks; anything else goes to judgeHeld. The planted
+// bugs let a lease through that is not valid, never the other way, so
+// they are judgeHeld's alone.
+func (s *Store) held(op string, l *store.Lease, now time.Time) (*stream, error) {
+	st := s.granted[l.Token%grantedSlots]
+	if st == nil || s.plain {
+		return s.judgeHeld(op, *l, now)
+	}
+	if h := &st.lease; h.Token != l.Token || h.Token == 0 || h.Released || !equal(st.name, l.Stream) ||
+		!equal(h.Owner, l.Owner) || !now.Before(h.Expires) {
+		return s.judgeHeld(op, *l, now)
+	}
+	return st, nil
+}
+
+// judgeHeld is held for a lease that is not plainly valid.
+func (s *Store) judgeHeld(op string, l store.Lease, now time.Time) (*stream, error) {
 	st := s.granted[l.Token%grantedSlots]
 	if st == nil || st.lease.Token != l.Token || st.name != l.Stream || s.plain {
 		st = s.streams[l.Stream]
