@@ -25,6 +25,7 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	seeds := fs.Int("seeds", 10, "seeds per scenario, from 1 (at most the scenario's own count: long-outage runs 3)")
 	sweepSeeds := fs.Int("sweep", 2000, "swarm seeds for the sweep rate; 0 skips it")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines for the sweep")
+	minWall := fs.Duration("min", time.Second, "run each scenario's seeds again, round after round, until this much wall time is measured (0: one round)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -41,6 +42,9 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	case *parallel < 1 || *parallel > 1024:
 		fmt.Fprintf(stderr, "simrun bench: -parallel is %d; want 1 to 1024\n", *parallel)
 		return exitUsage
+	case *minWall < 0 || *minWall > time.Hour:
+		fmt.Fprintf(stderr, "simrun bench: -min is %v; want 0 to 1h\n", *minWall)
+		return exitUsage
 	}
 	list := scenarios.All()
 	if *name != "" {
@@ -51,11 +55,11 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		list = []scenarios.Scenario{sc}
 	}
-	fmt.Fprintf(stdout, "simrun bench: %s, GOMAXPROCS %d (wall-clock figures: they depend on this machine and its load; each scenario runs seed 1 once untimed first)\n", runtime.GOARCH, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(stdout, "simrun bench: %s, GOMAXPROCS %d (wall-clock figures: they depend on this machine and its load; each scenario runs seed 1 once untimed first, then %s)\n", runtime.GOARCH, runtime.GOMAXPROCS(0), roundsPhrase(*minWall))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\truns\tevents\tvirtual time\twall time\tevents/s\tcompression\t")
 	for _, sc := range list {
-		row, err := benchScenario(sc, min(*seeds, sc.SeedCount()))
+		row, err := benchScenario(sc, min(*seeds, sc.SeedCount()), *minWall)
 		if err != nil {
 			tw.Flush()
 			fmt.Fprintln(stderr, "simrun bench:", err)
@@ -80,11 +84,14 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// benchScenario runs seeds 1..n of sc, checker included, and formats its
-// row: workload events, virtual and wall time, and the two rates.
-func benchScenario(sc scenarios.Scenario, n int) (string, error) {
-	var events int
-	var virtual, wall time.Duration
+// benchScenario runs seeds 1..n of sc, checker included, in rounds until
+// at least minWall of wall time is measured, and formats its row: runs,
+// workload events and virtual time summed over them, wall time, and the
+// two rates. Rounds matter on a small machine: one round of a short
+// scenario lasts some tens of milliseconds, in which a fresh process's
+// heap and the CPU's clock are still settling, as `go test -bench`
+// also finds by running a benchmark until its -benchtime.
+func benchScenario(sc scenarios.Scenario, n int, minWall time.Duration) (string, error) {
 	// One untimed run first: the process's first run pays for growing its
 	// heap and filling the simulator's pools, which no later run does.
 	r, _, err := sc.Run(1, sim.Options{})
@@ -92,20 +99,46 @@ func benchScenario(sc scenarios.Scenario, n int) (string, error) {
 		return "", err
 	}
 	sim.Recycle(r)
+	var total benchTotal
+	for total.runs == 0 || total.wall < minWall {
+		if err := total.round(sc, n); err != nil {
+			return "", err
+		}
+	}
+	secs := max(total.wall.Seconds(), 1e-9)
+	return strings.Join([]string{
+		sc.Name, fmt.Sprint(total.runs), fmt.Sprint(total.events), total.virtual.Round(time.Millisecond).String(), total.wall.Round(time.Microsecond).String(),
+		fmt.Sprintf("%.0f", float64(total.events)/secs), fmt.Sprintf("%.0fx", total.virtual.Seconds()/secs), "",
+	}, "\t"), nil
+}
+
+// roundsPhrase says in the header how many rounds of seeds are timed.
+func roundsPhrase(minWall time.Duration) string {
+	if minWall == 0 {
+		return "its seeds once"
+	}
+	return "its seeds in rounds until " + minWall.String() + " is measured"
+}
+
+// benchTotal sums what benchScenario's rounds measured.
+type benchTotal struct {
+	runs, events  int
+	virtual, wall time.Duration
+}
+
+// round runs seeds 1..n of sc once each, timing each run alone.
+func (t *benchTotal) round(sc scenarios.Scenario, n int) error {
 	for seed := uint64(1); seed <= uint64(n); seed++ {
 		start := time.Now()
 		r, _, err := sc.Run(seed, sim.Options{})
-		wall += time.Since(start)
+		t.wall += time.Since(start)
 		if err != nil {
-			return "", err
+			return err
 		}
-		events += r.Stats.Accepted
-		virtual += r.Stats.End
+		t.runs++
+		t.events += r.Stats.Accepted
+		t.virtual += r.Stats.End
 		sim.Recycle(r) // only its stats are kept
 	}
-	secs := max(wall.Seconds(), 1e-9)
-	return strings.Join([]string{
-		sc.Name, fmt.Sprint(n), fmt.Sprint(events), virtual.Round(time.Millisecond).String(), wall.Round(time.Microsecond).String(),
-		fmt.Sprintf("%.0f", float64(events)/secs), fmt.Sprintf("%.0fx", virtual.Seconds()/secs), "",
-	}, "\t"), nil
+	return nil
 }

@@ -3,12 +3,13 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestBenchCommand(t *testing.T) {
-	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "2", "-sweep", "0")
+	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "2", "-sweep", "0", "-min", "0")
 	if code != exitOK {
 		t.Fatalf("bench exited %d:\n%s%s", code, out, errOut)
 	}
@@ -21,7 +22,7 @@ func TestBenchCommand(t *testing.T) {
 	if code != exitUsage {
 		t.Errorf("bench of an unknown scenario exited %d, want %d:\n%s", code, exitUsage, out)
 	}
-	for _, args := range [][]string{{"bench", "-seeds", "0"}, {"bench", "-sweep", "-1"}, {"bench", "-parallel", "0"}, {"bench", "x"}} {
+	for _, args := range [][]string{{"bench", "-seeds", "0"}, {"bench", "-sweep", "-1"}, {"bench", "-parallel", "0"}, {"bench", "-min", "-1s"}, {"bench", "-min", "2h"}, {"bench", "x"}} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {
 			t.Errorf("simrun %v exited %d, want %d", args, code, exitUsage)
 		}
@@ -29,8 +30,28 @@ func TestBenchCommand(t *testing.T) {
 }
 
 func TestBenchSweepRate(t *testing.T) {
-	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "1", "-sweep", "20")
+	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "1", "-sweep", "20", "-min", "0")
 	if code != exitOK || !strings.Contains(out, "sweep: 20 swarm seeds") || !strings.Contains(out, "(0 failed)") {
 		t.Fatalf("bench exited %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestBenchRounds: with -min, a scenario's seeds run round after round
+// until that much wall time is measured, and the row sums every run.
+func TestBenchRounds(t *testing.T) {
+	code, out, errOut := runCLI(t, "bench", "-scenario", "steady", "-seeds", "2", "-sweep", "0", "-min", "50ms")
+	if code != exitOK {
+		t.Fatalf("bench exited %d:\n%s%s", code, out, errOut)
+	}
+	var runs, events int
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "steady" {
+			runs, _ = strconv.Atoi(f[1])
+			events, _ = strconv.Atoi(f[2])
+		}
+	}
+	// Two seeds a round, 40 events each; one round takes well under 50ms.
+	if runs <= 2 || runs%2 != 0 || events != 40*runs {
+		t.Errorf("steady ran %d runs of %d events in all; want whole rounds of 2 seeds, more than one, 40 events each:\n%s", runs, events, out)
 	}
 }
