@@ -1,7 +1,5 @@
 package invariants
 
-import "sort"
-
 // strictOrder answers the order check's question, "which event accepted
 // before this one is not yet delivered or dead?", in O(log n) per send and
 // per persisted record, where walking the acceptance order from the start
@@ -50,14 +48,17 @@ func (o *strictOrder) set(pos int, terminal bool) {
 // walking the acceptance order from the start, stop at the first event
 // whose seq is at least seq (no violation) or that is not terminal (a
 // violation if its seq is below seq).
+//
+// The walk stops at the first non-terminal position, top, with a violation
+// when neither top nor any position before it has a seq at or above seq:
+// when the running maximum at top is below seq. (Binary search found the
+// first position reaching seq, to compare top with; this reads one.)
 func (o *strictOrder) blocker(seq uint64) (pos int, blocked bool) {
-	// The first position whose seq reaches seq: maxSeq is sorted.
-	reach := sort.Search(len(o.maxSeq), func(i int) bool { return o.maxSeq[i] >= seq })
 	for len(o.open) > 0 && o.terminal[o.open[0]] {
 		o.inHeap[o.open[0]] = false
 		o.pop()
 	}
-	if len(o.open) == 0 || o.open[0] >= reach {
+	if len(o.open) == 0 || o.maxSeq[o.open[0]] >= seq {
 		return 0, false
 	}
 	return o.open[0], true
