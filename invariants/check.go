@@ -62,17 +62,25 @@ func LivenessBound(p machine.Config, events, poison int, latency time.Duration) 
 	return settle + time.Duration(events)*perEvent + time.Duration(poison)*perPoison
 }
 
+// event is what the checker follows of one event, in one slice indexed by
+// its number: what both checkers read (its first identity, its latest
+// record), then what each keeps of its own. One state where each had its
+// own, looked up separately on every persisted entry and keeping the
+// identity and latest record twice.
+type event struct {
+	persisted   bool
+	first       identity        // as first persisted
+	rec         *machine.Record // latest persisted (in Run.Entries); nil before
+	eventView                   // the safety checker's
+	policyEvent                 // the policy checker's
+}
+
+// eventView is what the safety checker keeps of one event.
 type eventView struct {
-	seq       uint64
-	acked     bool
-	ackStep   int
-	persisted bool
-	pos       int             // position in acceptance order (checker.order)
-	first     identity        // as first persisted
-	rec       *machine.Record // latest persisted (in Run.Entries); nil before
-	refused   bool            // the channel refused an attempt of it
-	rewritten bool            // its identity changed (reported once)
-	doneAt    time.Time       // when it was first persisted terminal
+	pos       int       // position in acceptance order (checker.order)
+	refused   bool      // the channel refused an attempt of it
+	rewritten bool      // its identity changed (reported once)
+	doneAt    time.Time // when it was first persisted terminal
 	sends     int
 	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
 	attempts  map[int]bool // attempt numbers sent beyond those (rare)
@@ -99,6 +107,16 @@ func identityOf(r *machine.Record) identity {
 // record's acceptance time is compared on every write of it.
 func sameTime(a, b time.Time) bool {
 	return a == b || a.Equal(b)
+}
+
+// plus returns t.Add(d), settling d == 0 without the call: t.Add(0) is t,
+// field for field, and a single sender's run has no Skew, which a start of
+// an attempt is judged with.
+func plus(t time.Time, d time.Duration) time.Time {
+	if d == 0 {
+		return t
+	}
+	return t.Add(d)
 }
 
 // Check judges a run and returns every violation found, in step order
@@ -173,10 +191,11 @@ func (k *Checker) Check(run Run) []Violation {
 // room gives every event and worker numbered so far its state.
 func (k *Checker) room() {
 	n, nw := len(k.ids.list), len(k.workers.list)
-	k.c.views = growAhead(k.c.views, n)
+	k.c.events = growAhead(k.c.events, n)
+	k.p.events = k.c.events // one state per event, which both checkers follow
 	k.c.workers = grow(k.c.workers, nw)
-	// As many as views: miss asks for room by views' length alone.
-	k.p.room(len(k.c.views), nw)
+	// As many as events: miss asks for room by events' length alone.
+	k.p.room(len(k.c.events), nw)
 }
 
 // What an entry of each kind is about, of what the checker follows by
@@ -211,7 +230,7 @@ func (k *Checker) recordOf(e *Entry, id int) int {
 // numbered for the first time its state: only a miss can number one.
 func (k *Checker) miss(n *names, s string) int {
 	i := n.miss(s)
-	if len(k.ids.list) > len(k.c.views) || len(k.workers.list) > len(k.c.workers) {
+	if len(k.ids.list) > len(k.c.events) || len(k.workers.list) > len(k.c.workers) {
 		k.room()
 	}
 	return i
@@ -220,8 +239,8 @@ func (k *Checker) miss(n *names, s string) int {
 // reset readies c for run, keeping the room its slices have.
 func (c *checker) reset(run Run, ids *names) {
 	c.run, c.ids = run, ids
-	clear(c.views) // so that grow finds zero views past the length
-	c.views = roomFor(c.views[:0], len(run.Final))
+	clear(c.events) // so that grow finds zero events past the length
+	c.events = roomFor(c.events[:0], len(run.Final))
 	for i := range c.workers { // emptied, kept for the next run's workers of the same name
 		c.workers[i] = checkerWorker{flying: c.workers[i].flying[:0]}
 	}
@@ -233,7 +252,7 @@ func (c *checker) reset(run Run, ids *names) {
 type checker struct {
 	run     Run
 	ids     *names
-	views   []eventView     // per event, by number
+	events  []event         // per event, by number; shared with policy
 	order   []int           // events in order of first persistence (acceptance order)
 	strict  strictOrder     // the same order, indexed for the order check
 	workers []checkerWorker // per worker, by number
@@ -290,8 +309,7 @@ func (k *Checker) entry(e *Entry, at ref) {
 	}
 	switch e.Kind {
 	case Persisted:
-		p.persisted(e, at)
-		c.persisted(e, at)
+		k.persisted(e, at)
 	case Sent:
 		p.sent(e, at)
 		c.sent(e, at)
@@ -332,21 +350,18 @@ func (k *Checker) entry(e *Entry, at ref) {
 
 // acked judges the producer's acknowledgement of an event.
 func (c *checker) acked(e *Entry, at ref) {
-	v := &c.views[at.ev]
+	v := &c.events[at.ev]
 	if !v.persisted {
 		c.fail(NothingLost, e.ID, e.Step, "acknowledged before it was persisted")
 	}
-	if v.seq != 0 && v.seq != e.Seq {
-		c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, v.seq)
-	}
-	if !v.acked {
-		v.acked, v.ackStep = true, e.Step
+	if seq := v.first.seq; seq != 0 && seq != e.Seq {
+		c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, seq)
 	}
 }
 
 // appliedBy judges the receiver applying an event.
 func (c *checker) appliedBy(e *Entry, at ref) {
-	v := &c.views[at.ev]
+	v := &c.events[at.ev]
 	v.applied++
 	if v.applied > 1 {
 		c.fail(AppliedOnce, e.ID, e.Step, "applied %d times", v.applied)
@@ -356,32 +371,37 @@ func (c *checker) appliedBy(e *Entry, at ref) {
 		return
 	}
 	if c.run.Policy.Ordering == machine.Strict && c.run.ReceiverFences {
-		if v.seq <= c.applied {
-			c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.seq, c.applied)
+		if v.first.seq <= c.applied {
+			c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.first.seq, c.applied)
 		}
-		c.applied = max(c.applied, v.seq)
+		c.applied = max(c.applied, v.first.seq)
 	}
 }
 
 // replied lands the attempt a reply answers.
 func (c *checker) replied(e *Entry, at ref) {
 	if e.Detail == machine.OutcomeRefused.String() {
-		c.views[at.ev].refused = true
+		c.events[at.ev].refused = true
 	}
 	c.worker(at.wk).land(at.ev, e.Attempt)
 }
 
-func (c *checker) persisted(e *Entry, at ref) {
-	r := &e.Record
-	v := &c.views[at.ev]
-	if !v.persisted {
-		v.persisted = true
-		v.seq = r.Seq
-		v.first = identityOf(r)
+// persisted judges a persisted record: the policy checker first, then the
+// safety checker, on the event's one state. Both read its record before
+// (prev: nil on its first persistence) and its first identity, set here
+// once. The safety checker's part is written out here: a call of its own
+// cost more per record than most of its checks.
+func (k *Checker) persisted(e *Entry, at ref) {
+	c, r := &k.c, &e.Record
+	v := &c.events[at.ev]
+	prev := v.rec
+	if prev == nil {
+		v.persisted, v.first = true, identityOf(r)
 		c.order = append(c.order, at.ev)
 		v.pos = c.strict.add(r.Seq)
-	} else {
-		prev := v.rec
+	}
+	k.p.persisted(e, at, v, prev) // its violations come first
+	if prev != nil {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
@@ -390,11 +410,7 @@ func (c *checker) persisted(e *Entry, at ref) {
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
 		if prev.State.Terminal() && (prev.State != r.State || prev.Reason != r.Reason) {
-			inv := Monotonic
-			if prev.State == machine.Dead {
-				inv = DeadKept
-			}
-			c.fail(inv, r.ID, e.Step, "terminal state %s changed to %s", describe(*prev), describe(*r))
+			c.terminalChanged(e, prev)
 		}
 		if r.Attempts < prev.Attempts {
 			c.fail(Monotonic, r.ID, e.Step, "attempts went from %d down to %d", prev.Attempts, r.Attempts)
@@ -415,8 +431,17 @@ func (c *checker) persisted(e *Entry, at ref) {
 		v.everDead, v.deadAs = true, r.Reason
 		c.deserved(e, v)
 	}
-	v.rec = r
 	c.strict.set(v.pos, r.State.Terminal())
+	v.rec = r
+}
+
+// terminalChanged reports a terminal record persisted changed from prev.
+func (c *checker) terminalChanged(e *Entry, prev *machine.Record) {
+	inv := Monotonic
+	if prev.State == machine.Dead {
+		inv = DeadKept
+	}
+	c.fail(inv, e.Record.ID, e.Step, "terminal state %s changed to %s", describe(*prev), describe(e.Record))
 }
 
 // started checks the window when Worker starts attempt Record.Attempts (a
@@ -456,7 +481,7 @@ func (c *checker) started(e *Entry, at ref) {
 }
 
 // deserved checks the reason an event was first persisted dead.
-func (c *checker) deserved(e *Entry, v *eventView) {
+func (c *checker) deserved(e *Entry, v *event) {
 	p, r := &c.run.Policy, &e.Record
 	switch r.Reason {
 	case machine.Exhausted:
@@ -477,7 +502,7 @@ func (c *checker) deserved(e *Entry, v *eventView) {
 }
 
 func (c *checker) sent(e *Entry, at ref) {
-	v := &c.views[at.ev]
+	v := &c.events[at.ev]
 	p := &c.run.Policy
 	v.sends++
 	switch {
@@ -506,10 +531,10 @@ func (c *checker) sent(e *Entry, at ref) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the event was parked", e.Attempt)
 	}
 	if p.Ordering == machine.Strict {
-		if pos, blocked := c.strict.blocker(v.seq); blocked {
+		if pos, blocked := c.strict.blocker(v.first.seq); blocked {
 			ev := c.order[pos]
-			w := &c.views[ev]
-			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, c.ids.list[ev], w.rec.State)
+			w := &c.events[ev]
+			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.first.seq, w.first.seq, c.ids.list[ev], w.rec.State)
 		}
 	}
 }
@@ -538,7 +563,7 @@ func (c *checker) final() {
 	}
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
-		v, id := &c.views[ev], c.ids.list[ev]
+		v, id := &c.events[ev], c.ids.list[ev]
 		i := finalOf[ev]
 		ok := i >= 0
 		r := &machine.Record{} // not allocated: it does not escape
@@ -550,7 +575,7 @@ func (c *checker) final() {
 			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
 			continue
 		case !ok:
-			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
+			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.first.seq)
 			continue
 		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
 			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(*r))
@@ -585,7 +610,7 @@ func (c *checker) indexFinal() []int {
 }
 
 // liveness checks that the event settled by its deadline.
-func (c *checker) liveness(id string, v *eventView, end time.Time) {
+func (c *checker) liveness(id string, v *event, end time.Time) {
 	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
