@@ -156,31 +156,7 @@ func (k *Checker) Check(run Run) []Violation {
 		p.fail = c.fail
 	}
 	k.room()
-	// By index: an Entry is a few hundred bytes, too many to copy per step.
-	for i := range run.Entries {
-		e := &run.Entries[i]
-		// Number e's event and worker, for the kinds that have them
-		// (cached is inlined; what it does not find goes to k.miss).
-		// Written out here: as a function of its own, its prologue and
-		// three-int return cost more than the lookups.
-		at := ref{ev: -1, id: -1, wk: -1}
-		a := about[e.Kind]
-		if a&aboutWorker != 0 {
-			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-				at.wk = k.miss(&k.workers, e.Worker)
-			}
-		}
-		if a&aboutEvent != 0 {
-			if at.id = k.ids.cached(e.ID); at.id < 0 {
-				at.id = k.miss(&k.ids, e.ID)
-			}
-			at.ev = at.id
-			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
-				at.ev = k.recordOf(e, at.id)
-			}
-		}
-		k.entry(e, at)
-	}
+	k.judge(run.Entries)
 	p.final()
 	c.final()
 	out := c.out
@@ -299,53 +275,83 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 	c.out = append(c.out, Violation{Invariant: inv, ID: id, Step: step, Detail: fmt.Sprintf(format, args...)})
 }
 
-// entry judges one observation: the policy checker first, then the safety
-// checker, one kind at a time. One switch for both, where each had its
-// own entry method: a call and a switch less per entry.
-func (k *Checker) entry(e *Entry, at ref) {
+// judge judges every observation in turn: the policy checker first, then
+// the safety checker, one kind at a time. One switch for both, where each
+// had its own entry method, and in the loop that numbers each entry's
+// event and worker, where it was a method of its own called per entry:
+// the calls cost more than most of what they called.
+func (k *Checker) judge(entries []Entry) {
 	p, c := &k.p, &k.c
-	if len(p.due) > 0 {
-		p.retriesDue(e.At, e.Step)
+	// By index: an Entry is a few hundred bytes, too many to copy per step.
+	for i := range entries {
+		e := &entries[i]
+		// Number e's event and worker, for the kinds that have them
+		// (cached is inlined; what it does not find goes to k.miss).
+		at := ref{ev: -1, id: -1, wk: -1}
+		a := about[e.Kind]
+		if a&aboutWorker != 0 {
+			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+				at.wk = k.miss(&k.workers, e.Worker)
+			}
+		}
+		if a&aboutEvent != 0 {
+			if at.id = k.ids.cached(e.ID); at.id < 0 {
+				at.id = k.miss(&k.ids, e.ID)
+			}
+			at.ev = at.id
+			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
+				at.ev = k.recordOf(e, at.id)
+			}
+		}
+		if len(p.due) > 0 {
+			p.retriesDue(e.At, e.Step)
+		}
+		switch e.Kind {
+		case Persisted:
+			k.persisted(e, at)
+		case Sent:
+			p.sent(e, at)
+			c.sent(e, at)
+		case Replied:
+			p.replied(e, at)
+			c.replied(e, at)
+		case Offered, Refused:
+			p.producer(e, at)
+		case Acked:
+			p.producer(e, at)
+			c.acked(e, at)
+		case Applied:
+			c.appliedBy(e, at)
+		case LeaseGranted:
+			p.lease(e, at)
+			c.newest = max(c.newest, e.Token)
+		case LeaseRenewed:
+			p.lease(e, at)
+		case Probed:
+			p.probed(e, at)
+		case ProbeReplied:
+			p.worker(at.wk).probeOut = false
+		case Adopted:
+			p.adopted(e, at)
+		case CircuitChanged:
+			p.circuit(e, at)
+			c.worker(at.wk).circuit = e.Circuit
+		case Restarted:
+			p.restarted(at)
+			c.restarted(at)
+		case WriteRejected:
+			c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
+		case Discarded:
+		}
 	}
-	switch e.Kind {
-	case Persisted:
-		k.persisted(e, at)
-	case Sent:
-		p.sent(e, at)
-		c.sent(e, at)
-	case Replied:
-		p.replied(e, at)
-		c.replied(e, at)
-	case Offered, Refused:
-		p.producer(e, at)
-	case Acked:
-		p.producer(e, at)
-		c.acked(e, at)
-	case Applied:
-		c.appliedBy(e, at)
-	case LeaseGranted:
-		p.lease(e, at)
-		c.newest = max(c.newest, e.Token)
-	case LeaseRenewed:
-		p.lease(e, at)
-	case Probed:
-		p.probed(e, at)
-	case ProbeReplied:
-		p.worker(at.wk).probeOut = false
-	case Adopted:
-		p.adopted(e, at)
-	case CircuitChanged:
-		p.circuit(e, at)
-		c.worker(at.wk).circuit = e.Circuit
-	case Restarted:
-		p.restarted(at)
-		w := c.worker(at.wk)
-		w.circuit = 0
-		w.flying = w.flying[:0] // the new machine owes nothing to the old one's attempts
-	case WriteRejected:
-		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
-	case Discarded:
-	}
+}
+
+// restarted gives the worker a fresh machine, which owes nothing to the
+// old one's attempts.
+func (c *checker) restarted(at ref) {
+	w := c.worker(at.wk)
+	w.circuit = 0
+	w.flying = w.flying[:0]
 }
 
 // acked judges the producer's acknowledgement of an event.
