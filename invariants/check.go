@@ -567,6 +567,9 @@ func (c *checker) final() {
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
+	// The liveness deadline of every event accepted before the faults
+	// healed, computed once rather than per event.
+	healedBy := c.run.HealedAt.Add(c.run.LivenessBound)
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]
@@ -591,7 +594,7 @@ func (c *checker) final() {
 			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
 			continue
 		}
-		c.liveness(id, v, end)
+		c.liveness(id, v, end, healedBy)
 	}
 }
 
@@ -615,17 +618,19 @@ func (c *checker) indexFinal() []int {
 	return finalOf
 }
 
-// liveness checks that the event settled by its deadline.
-func (c *checker) liveness(id string, v *event, end time.Time) {
+// liveness checks that the event settled by its deadline; healedBy is
+// HealedAt + LivenessBound.
+func (c *checker) liveness(id string, v *event, end, healedBy time.Time) {
 	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {
-		from := accepted
-		if c.run.HealedAt.After(from) {
-			from = c.run.HealedAt
+		// LivenessBound after the later of acceptance and healing.
+		b := healedBy
+		if !c.run.HealedAt.After(accepted) {
+			b = accepted.Add(c.run.LivenessBound)
 		}
-		if b := from.Add(c.run.LivenessBound); b.Before(deadline) {
+		if b.Before(deadline) {
 			deadline = b
 		}
 	}
