@@ -230,7 +230,7 @@ func (p *policy) restarted(at ref) {
 	w := p.worker(at.wk)
 	w.reset(w.name, w.inc+1)
 	w.recovered = true
-	for i := range p.events {
+	for i := range p.events[:len(p.ids.list)] { // those past it were never persisted
 		if v := &p.events[i]; v.persisted && !v.rec.State.Terminal() {
 			w.know(i)
 		}
@@ -249,7 +249,11 @@ func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 		p.duplicateChanged(e, v) // a re-offer of its ID is being answered
 	}
 	if e.Worker != "store" {
-		p.leaseValid(e)
+		// Nearly every write is under the newest lease, before it expires
+		// (or has none): settled here, without the call.
+		if e.Token != 0 && (e.Token != p.newest || !p.newestKnown || !e.At.Before(p.newestLease.until)) {
+			p.leaseValid(e)
+		}
 		w := p.worker(at.wk)
 		w.know(at.ev)
 		switch x := w.at(at.ev); {
