@@ -433,9 +433,10 @@ func (p *policy) circuit(e *Entry, at ref) {
 func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
 	pol := &p.run.Policy
 	var parked, troubled string
+	now := plus(e.At, p.run.Skew) // the worker's clock, at most; once, not per record
 	for _, i := range w.known {
 		id, r := p.ids.list[i], p.events[i].rec
-		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !e.At.Add(p.run.Skew).Before(r.AcceptedAt.Add(pol.MaxAge)) {
+		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !now.Before(r.AcceptedAt.Add(pol.MaxAge)) {
 			continue // dies at once: says nothing about the channel
 		}
 		if r.State == machine.Parked && (parked == "" || id < parked) {
