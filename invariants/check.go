@@ -90,7 +90,7 @@ type eventView struct {
 }
 
 // identity is what of a record may never change once it is accepted.
-// Views keep it rather than the first record whole: they are many, and
+// Events keep it rather than the first record whole: they are many, and
 // the rest of that record is never read again.
 type identity struct {
 	seq        uint64
