@@ -611,7 +611,10 @@ func (c *checker) indexFinal() []int {
 		finalOf[i] = -1
 	}
 	for i := range c.run.Final {
-		if ev, ok := c.ids.lookup(c.run.Final[i].ID); ok {
+		id := c.run.Final[i].ID
+		if ev := c.ids.cached(id); ev >= 0 { // the store's records share the log's IDs
+			finalOf[ev] = i
+		} else if ev, ok := c.ids.lookup(id); ok {
 			finalOf[ev] = i
 		}
 	}
