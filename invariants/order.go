@@ -20,6 +20,7 @@ type strictOrder struct {
 	low      int      // every position before low is terminal, or in reopened
 	inHeap   []bool   // by position, for those before low
 	reopened []int    // min-heap of positions before low; a superset of the non-terminal ones
+	back     []int    // positions set non-terminal before low since first last ran
 }
 
 // add appends an event with sequence number seq, terminal until set says
@@ -37,20 +38,22 @@ func (o *strictOrder) add(seq uint64) int {
 
 // reset empties o, keeping its room.
 func (o *strictOrder) reset() {
-	o.maxSeq, o.terminal, o.inHeap, o.reopened = o.maxSeq[:0], o.terminal[:0], o.inHeap[:0], o.reopened[:0]
+	o.maxSeq, o.terminal, o.inHeap, o.reopened, o.back = o.maxSeq[:0], o.terminal[:0], o.inHeap[:0], o.reopened[:0], o.back[:0]
 	o.low = 0
 }
 
 // set records whether the latest record at position pos is terminal.
-// (Small enough to be inlined: it runs on every persisted record.)
+// (Small enough to be inlined: it runs on every persisted record. A
+// position before low goes to the heap at the next first, not here.)
 func (o *strictOrder) set(pos int, terminal bool) {
 	o.terminal[pos] = terminal
 	if !terminal && pos < o.low {
-		o.reopen(pos)
+		o.back = append(o.back, pos) // for first to put in the heap
 	}
 }
 
-// reopen puts pos, before low and no longer terminal, in the heap.
+// reopen puts pos, before low and set non-terminal, in the heap (it may
+// have turned terminal again since: the heap's lazy removal takes it out).
 func (o *strictOrder) reopen(pos int) {
 	if !o.inHeap[pos] {
 		o.inHeap[pos] = true
@@ -60,6 +63,10 @@ func (o *strictOrder) reopen(pos int) {
 
 // first returns the first non-terminal position, or -1 if there is none.
 func (o *strictOrder) first() int {
+	for _, pos := range o.back {
+		o.reopen(pos)
+	}
+	o.back = o.back[:0]
 	for len(o.reopened) > 0 && o.terminal[o.reopened[0]] {
 		o.inHeap[o.reopened[0]] = false
 		o.pop()
