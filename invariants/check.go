@@ -62,17 +62,25 @@ func LivenessBound(p machine.Config, events, poison int, latency time.Duration) 
 	return settle + time.Duration(events)*perEvent + time.Duration(poison)*perPoison
 }
 
+// event is what the checker follows of one event, in one slice indexed by
+// its number: what both checkers read (its first identity, its latest
+// record), then what each keeps of its own. One state where each had its
+// own, looked up separately on every persisted entry and keeping the
+// identity and latest record twice.
+type event struct {
+	persisted   bool
+	first       identity        // as first persisted
+	rec         *machine.Record // latest persisted (in Run.Entries); nil before
+	eventView                   // the safety checker's
+	policyEvent                 // the policy checker's
+}
+
+// eventView is what the safety checker keeps of one event.
 type eventView struct {
-	seq       uint64
-	acked     bool
-	ackStep   int
-	persisted bool
-	pos       int             // position in acceptance order (checker.order)
-	first     identity        // as first persisted
-	rec       *machine.Record // latest persisted (in Run.Entries); nil before
-	refused   bool            // the channel refused an attempt of it
-	rewritten bool            // its identity changed (reported once)
-	doneAt    time.Time       // when it was first persisted terminal
+	pos       int       // position in acceptance order (checker.order)
+	refused   bool      // the channel refused an attempt of it
+	rewritten bool      // its identity changed (reported once)
+	doneAt    time.Time // when it was first persisted terminal
 	sends     int
 	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
 	attempts  map[int]bool // attempt numbers sent beyond those (rare)
@@ -82,7 +90,7 @@ type eventView struct {
 }
 
 // identity is what of a record may never change once it is accepted.
-// Views keep it rather than the first record whole: they are many, and
+// Events keep it rather than the first record whole: they are many, and
 // the rest of that record is never read again.
 type identity struct {
 	seq        uint64
@@ -99,6 +107,16 @@ func identityOf(r *machine.Record) identity {
 // record's acceptance time is compared on every write of it.
 func sameTime(a, b time.Time) bool {
 	return a == b || a.Equal(b)
+}
+
+// plus returns t.Add(d), settling d == 0 without the call: t.Add(0) is t,
+// field for field, and a single sender's run has no Skew, which a start of
+// an attempt is judged with.
+func plus(t time.Time, d time.Duration) time.Time {
+	if d == 0 {
+		return t
+	}
+	return t.Add(d)
 }
 
 // Check judges a run and returns every violation found, in step order
@@ -138,31 +156,7 @@ func (k *Checker) Check(run Run) []Violation {
 		p.fail = c.fail
 	}
 	k.room()
-	// By index: an Entry is a few hundred bytes, too many to copy per step.
-	for i := range run.Entries {
-		e := &run.Entries[i]
-		// Number e's event and worker, for the kinds that have them
-		// (cached is inlined; what it does not find goes to k.miss).
-		// Written out here: as a function of its own, its prologue and
-		// three-int return cost more than the lookups.
-		at := ref{ev: -1, id: -1, wk: -1}
-		a := about[e.Kind]
-		if a&aboutWorker != 0 {
-			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-				at.wk = k.miss(&k.workers, e.Worker)
-			}
-		}
-		if a&aboutEvent != 0 {
-			if at.id = k.ids.cached(e.ID); at.id < 0 {
-				at.id = k.miss(&k.ids, e.ID)
-			}
-			at.ev = at.id
-			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
-				at.ev = k.recordOf(e, at.id)
-			}
-		}
-		k.entry(e, at)
-	}
+	k.judge(run.Entries)
 	p.final()
 	c.final()
 	out := c.out
@@ -173,10 +167,11 @@ func (k *Checker) Check(run Run) []Violation {
 // room gives every event and worker numbered so far its state.
 func (k *Checker) room() {
 	n, nw := len(k.ids.list), len(k.workers.list)
-	k.c.views = growAhead(k.c.views, n)
+	k.c.events = growAhead(k.c.events, n)
+	k.p.events = k.c.events // one state per event, which both checkers follow
 	k.c.workers = grow(k.c.workers, nw)
-	// As many as views: miss asks for room by views' length alone.
-	k.p.room(len(k.c.views), nw)
+	// As many as events: miss asks for room by events' length alone.
+	k.p.room(len(k.c.events), nw)
 }
 
 // What an entry of each kind is about, of what the checker follows by
@@ -211,7 +206,7 @@ func (k *Checker) recordOf(e *Entry, id int) int {
 // numbered for the first time its state: only a miss can number one.
 func (k *Checker) miss(n *names, s string) int {
 	i := n.miss(s)
-	if len(k.ids.list) > len(k.c.views) || len(k.workers.list) > len(k.c.workers) {
+	if len(k.ids.list) > len(k.c.events) || len(k.workers.list) > len(k.c.workers) {
 		k.room()
 	}
 	return i
@@ -220,8 +215,8 @@ func (k *Checker) miss(n *names, s string) int {
 // reset readies c for run, keeping the room its slices have.
 func (c *checker) reset(run Run, ids *names) {
 	c.run, c.ids = run, ids
-	clear(c.views) // so that grow finds zero views past the length
-	c.views = roomFor(c.views[:0], len(run.Final))
+	clear(c.events) // so that grow finds zero events past the length
+	c.events = roomFor(c.events[:0], len(run.Final))
 	for i := range c.workers { // emptied, kept for the next run's workers of the same name
 		c.workers[i] = checkerWorker{flying: c.workers[i].flying[:0]}
 	}
@@ -233,7 +228,7 @@ func (c *checker) reset(run Run, ids *names) {
 type checker struct {
 	run     Run
 	ids     *names
-	views   []eventView     // per event, by number
+	events  []event         // per event, by number; shared with policy
 	order   []int           // events in order of first persistence (acceptance order)
 	strict  strictOrder     // the same order, indexed for the order check
 	workers []checkerWorker // per worker, by number
@@ -280,73 +275,99 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 	c.out = append(c.out, Violation{Invariant: inv, ID: id, Step: step, Detail: fmt.Sprintf(format, args...)})
 }
 
-// entry judges one observation: the policy checker first, then the safety
-// checker, one kind at a time. One switch for both, where each had its
-// own entry method: a call and a switch less per entry.
-func (k *Checker) entry(e *Entry, at ref) {
+// judge judges every observation in turn: the policy checker first, then
+// the safety checker, one kind at a time. One switch for both, where each
+// had its own entry method, and in the loop that numbers each entry's
+// event and worker, where it was a method of its own called per entry:
+// the calls cost more than most of what they called.
+func (k *Checker) judge(entries []Entry) {
 	p, c := &k.p, &k.c
-	if len(p.due) > 0 {
-		p.retriesDue(e.At, e.Step)
+	// By index: an Entry is a few hundred bytes, too many to copy per step.
+	for i := range entries {
+		e := &entries[i]
+		// Number e's event and worker, for the kinds that have them
+		// (cached is inlined; what it does not find goes to k.miss).
+		at := ref{ev: -1, id: -1, wk: -1}
+		a := about[e.Kind]
+		if a&aboutWorker != 0 {
+			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+				at.wk = k.miss(&k.workers, e.Worker)
+			}
+		}
+		if a&aboutEvent != 0 {
+			if at.id = k.ids.cached(e.ID); at.id < 0 {
+				at.id = k.miss(&k.ids, e.ID)
+			}
+			at.ev = at.id
+			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
+				at.ev = k.recordOf(e, at.id)
+			}
+		}
+		if len(p.due) > 0 {
+			p.retriesDue(e.At, e.Step)
+		}
+		switch e.Kind {
+		case Persisted:
+			k.persisted(e, at)
+		case Sent:
+			p.sent(e, at)
+			c.sent(e, at)
+		case Replied:
+			p.replied(e, at)
+			c.replied(e, at)
+		case Offered, Refused:
+			p.producer(e, at)
+		case Acked:
+			p.producer(e, at)
+			c.acked(e, at)
+		case Applied:
+			c.appliedBy(e, at)
+		case LeaseGranted:
+			p.lease(e, at)
+			c.newest = max(c.newest, e.Token)
+		case LeaseRenewed:
+			p.lease(e, at)
+		case Probed:
+			p.probed(e, at)
+		case ProbeReplied:
+			p.worker(at.wk).probeOut = false
+		case Adopted:
+			p.adopted(e, at)
+		case CircuitChanged:
+			p.circuit(e, at)
+			c.worker(at.wk).circuit = e.Circuit
+		case Restarted:
+			p.restarted(at)
+			c.restarted(at)
+		case WriteRejected:
+			c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
+		case Discarded:
+		}
 	}
-	switch e.Kind {
-	case Persisted:
-		p.persisted(e, at)
-		c.persisted(e, at)
-	case Sent:
-		p.sent(e, at)
-		c.sent(e, at)
-	case Replied:
-		p.replied(e, at)
-		c.replied(e, at)
-	case Offered, Refused:
-		p.producer(e, at)
-	case Acked:
-		p.producer(e, at)
-		c.acked(e, at)
-	case Applied:
-		c.appliedBy(e, at)
-	case LeaseGranted:
-		p.lease(e, at)
-		c.newest = max(c.newest, e.Token)
-	case LeaseRenewed:
-		p.lease(e, at)
-	case Probed:
-		p.probed(e, at)
-	case ProbeReplied:
-		p.worker(at.wk).probeOut = false
-	case Adopted:
-		p.adopted(e, at)
-	case CircuitChanged:
-		p.circuit(e, at)
-		c.worker(at.wk).circuit = e.Circuit
-	case Restarted:
-		p.restarted(at)
-		w := c.worker(at.wk)
-		w.circuit = 0
-		w.flying = w.flying[:0] // the new machine owes nothing to the old one's attempts
-	case WriteRejected:
-		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
-	case Discarded:
-	}
+}
+
+// restarted gives the worker a fresh machine, which owes nothing to the
+// old one's attempts.
+func (c *checker) restarted(at ref) {
+	w := c.worker(at.wk)
+	w.circuit = 0
+	w.flying = w.flying[:0]
 }
 
 // acked judges the producer's acknowledgement of an event.
 func (c *checker) acked(e *Entry, at ref) {
-	v := &c.views[at.ev]
+	v := &c.events[at.ev]
 	if !v.persisted {
 		c.fail(NothingLost, e.ID, e.Step, "acknowledged before it was persisted")
 	}
-	if v.seq != 0 && v.seq != e.Seq {
-		c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, v.seq)
-	}
-	if !v.acked {
-		v.acked, v.ackStep = true, e.Step
+	if seq := v.first.seq; seq != 0 && seq != e.Seq {
+		c.fail(AppliedOnce, e.ID, e.Step, "acknowledged as seq %d, but it is seq %d: a known ID made a new event", e.Seq, seq)
 	}
 }
 
 // appliedBy judges the receiver applying an event.
 func (c *checker) appliedBy(e *Entry, at ref) {
-	v := &c.views[at.ev]
+	v := &c.events[at.ev]
 	v.applied++
 	if v.applied > 1 {
 		c.fail(AppliedOnce, e.ID, e.Step, "applied %d times", v.applied)
@@ -356,32 +377,37 @@ func (c *checker) appliedBy(e *Entry, at ref) {
 		return
 	}
 	if c.run.Policy.Ordering == machine.Strict && c.run.ReceiverFences {
-		if v.seq <= c.applied {
-			c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.seq, c.applied)
+		if v.first.seq <= c.applied {
+			c.fail(Order, e.ID, e.Step, "applied seq %d after seq %d", v.first.seq, c.applied)
 		}
-		c.applied = max(c.applied, v.seq)
+		c.applied = max(c.applied, v.first.seq)
 	}
 }
 
 // replied lands the attempt a reply answers.
 func (c *checker) replied(e *Entry, at ref) {
 	if e.Detail == machine.OutcomeRefused.String() {
-		c.views[at.ev].refused = true
+		c.events[at.ev].refused = true
 	}
 	c.worker(at.wk).land(at.ev, e.Attempt)
 }
 
-func (c *checker) persisted(e *Entry, at ref) {
-	r := &e.Record
-	v := &c.views[at.ev]
-	if !v.persisted {
-		v.persisted = true
-		v.seq = r.Seq
-		v.first = identityOf(r)
+// persisted judges a persisted record: the policy checker first, then the
+// safety checker, on the event's one state. Both read its record before
+// (prev: nil on its first persistence) and its first identity, set here
+// once. The safety checker's part is written out here: a call of its own
+// cost more per record than most of its checks.
+func (k *Checker) persisted(e *Entry, at ref) {
+	c, r := &k.c, &e.Record
+	v := &c.events[at.ev]
+	prev := v.rec
+	if prev == nil {
+		v.persisted, v.first = true, identityOf(r)
 		c.order = append(c.order, at.ev)
 		v.pos = c.strict.add(r.Seq)
-	} else {
-		prev := v.rec
+	}
+	k.p.persisted(e, at, v, prev) // its violations come first
+	if prev != nil {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
@@ -390,11 +416,7 @@ func (c *checker) persisted(e *Entry, at ref) {
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
 		if prev.State.Terminal() && (prev.State != r.State || prev.Reason != r.Reason) {
-			inv := Monotonic
-			if prev.State == machine.Dead {
-				inv = DeadKept
-			}
-			c.fail(inv, r.ID, e.Step, "terminal state %s changed to %s", describe(*prev), describe(*r))
+			c.terminalChanged(e, prev)
 		}
 		if r.Attempts < prev.Attempts {
 			c.fail(Monotonic, r.ID, e.Step, "attempts went from %d down to %d", prev.Attempts, r.Attempts)
@@ -415,8 +437,17 @@ func (c *checker) persisted(e *Entry, at ref) {
 		v.everDead, v.deadAs = true, r.Reason
 		c.deserved(e, v)
 	}
-	v.rec = r
 	c.strict.set(v.pos, r.State.Terminal())
+	v.rec = r
+}
+
+// terminalChanged reports a terminal record persisted changed from prev.
+func (c *checker) terminalChanged(e *Entry, prev *machine.Record) {
+	inv := Monotonic
+	if prev.State == machine.Dead {
+		inv = DeadKept
+	}
+	c.fail(inv, e.Record.ID, e.Step, "terminal state %s changed to %s", describe(*prev), describe(e.Record))
 }
 
 // started checks the window when Worker starts attempt Record.Attempts (a
@@ -456,7 +487,7 @@ func (c *checker) started(e *Entry, at ref) {
 }
 
 // deserved checks the reason an event was first persisted dead.
-func (c *checker) deserved(e *Entry, v *eventView) {
+func (c *checker) deserved(e *Entry, v *event) {
 	p, r := &c.run.Policy, &e.Record
 	switch r.Reason {
 	case machine.Exhausted:
@@ -477,7 +508,7 @@ func (c *checker) deserved(e *Entry, v *eventView) {
 }
 
 func (c *checker) sent(e *Entry, at ref) {
-	v := &c.views[at.ev]
+	v := &c.events[at.ev]
 	p := &c.run.Policy
 	v.sends++
 	switch {
@@ -506,10 +537,10 @@ func (c *checker) sent(e *Entry, at ref) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the event was parked", e.Attempt)
 	}
 	if p.Ordering == machine.Strict {
-		if pos, blocked := c.strict.blocker(v.seq); blocked {
+		if pos, blocked := c.strict.blocker(v.first.seq); blocked {
 			ev := c.order[pos]
-			w := &c.views[ev]
-			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.seq, w.seq, c.ids.list[ev], w.rec.State)
+			w := &c.events[ev]
+			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.first.seq, w.first.seq, c.ids.list[ev], w.rec.State)
 		}
 	}
 }
@@ -536,9 +567,12 @@ func (c *checker) final() {
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
+	// The liveness deadline of every event accepted before the faults
+	// healed, computed once rather than per event.
+	healedBy := c.run.HealedAt.Add(c.run.LivenessBound)
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
-		v, id := &c.views[ev], c.ids.list[ev]
+		v, id := &c.events[ev], c.ids.list[ev]
 		i := finalOf[ev]
 		ok := i >= 0
 		r := &machine.Record{} // not allocated: it does not escape
@@ -550,7 +584,7 @@ func (c *checker) final() {
 			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
 			continue
 		case !ok:
-			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.seq)
+			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.first.seq)
 			continue
 		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
 			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(*r))
@@ -560,7 +594,7 @@ func (c *checker) final() {
 			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
 			continue
 		}
-		c.liveness(id, v, end)
+		c.liveness(id, v, end, healedBy)
 	}
 }
 
@@ -577,24 +611,29 @@ func (c *checker) indexFinal() []int {
 		finalOf[i] = -1
 	}
 	for i := range c.run.Final {
-		if ev, ok := c.ids.lookup(c.run.Final[i].ID); ok {
+		id := c.run.Final[i].ID
+		if ev := c.ids.cached(id); ev >= 0 { // the store's records share the log's IDs
+			finalOf[ev] = i
+		} else if ev, ok := c.ids.lookup(id); ok {
 			finalOf[ev] = i
 		}
 	}
 	return finalOf
 }
 
-// liveness checks that the event settled by its deadline.
-func (c *checker) liveness(id string, v *eventView, end time.Time) {
+// liveness checks that the event settled by its deadline; healedBy is
+// HealedAt + LivenessBound.
+func (c *checker) liveness(id string, v *event, end, healedBy time.Time) {
 	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
 	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
 	if c.run.LivenessBound > 0 {
-		from := accepted
-		if c.run.HealedAt.After(from) {
-			from = c.run.HealedAt
+		// LivenessBound after the later of acceptance and healing.
+		b := healedBy
+		if !c.run.HealedAt.After(accepted) {
+			b = accepted.Add(c.run.LivenessBound)
 		}
-		if b := from.Add(c.run.LivenessBound); b.Before(deadline) {
+		if b.Before(deadline) {
 			deadline = b
 		}
 	}

@@ -153,7 +153,7 @@ func (p *policy) clearPending() {
 
 // duplicateChanged judges a record persisted while a re-offer of its ID
 // is being answered: the offer may change nothing of its identity.
-func (p *policy) duplicateChanged(e *Entry, v *policyEvent) {
+func (p *policy) duplicateChanged(e *Entry, v *event) {
 	r := &e.Record
 	if r.Seq != v.first.seq || !sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload) {
 		p.fail(Producers, e.ID, e.Step, "a re-offer of an acknowledged ID changed its record (seq, acceptance time or payload)")

@@ -1,22 +1,26 @@
 package invariants
 
-import "sort"
-
 // strictOrder answers the order check's question, "which event accepted
 // before this one is not yet delivered or dead?", in O(log n) per send and
 // per persisted record, where walking the acceptance order from the start
 // on every send cost O(n) (O(n²) per run).
 //
 // It holds events by position in acceptance order (first persistence),
-// the running maximum of their sequence numbers, and a min-heap of the
-// positions whose latest record is not terminal. A record that becomes
-// terminal leaves the heap lazily, when it reaches the top; one that
-// becomes non-terminal again (only a broken run does that) goes back in.
+// the running maximum of their sequence numbers, and where the first
+// non-terminal position is: at or after low, which only moves forward
+// (every position before it is terminal), or in reopened, a min-heap of
+// positions before low whose record became non-terminal again (only a
+// broken run has any). A position that becomes terminal leaves the heap
+// lazily, when it reaches the top. A correct run never touches the heap:
+// low passes each position once, O(n) per run, where a heap of every
+// non-terminal position cost O(log n) per event to push and pop.
 type strictOrder struct {
 	maxSeq   []uint64 // maxSeq[i]: the largest seq at positions 0..i
 	terminal []bool   // the latest record at each position is terminal
-	inHeap   []bool
-	open     []int // min-heap of positions; a superset of the non-terminal ones
+	low      int      // every position before low is terminal, or in reopened
+	inHeap   []bool   // by position, for those before low
+	reopened []int    // min-heap of positions before low; a superset of the non-terminal ones
+	back     []int    // positions set non-terminal before low since first last ran
 }
 
 // add appends an event with sequence number seq, terminal until set says
@@ -34,37 +38,70 @@ func (o *strictOrder) add(seq uint64) int {
 
 // reset empties o, keeping its room.
 func (o *strictOrder) reset() {
-	o.maxSeq, o.terminal, o.inHeap, o.open = o.maxSeq[:0], o.terminal[:0], o.inHeap[:0], o.open[:0]
+	o.maxSeq, o.terminal, o.inHeap, o.reopened, o.back = o.maxSeq[:0], o.terminal[:0], o.inHeap[:0], o.reopened[:0], o.back[:0]
+	o.low = 0
 }
 
 // set records whether the latest record at position pos is terminal.
+// (Small enough to be inlined: it runs on every persisted record. A
+// position before low goes to the heap at the next first, not here.)
 func (o *strictOrder) set(pos int, terminal bool) {
 	o.terminal[pos] = terminal
-	if !terminal && !o.inHeap[pos] {
+	if !terminal && pos < o.low {
+		o.back = append(o.back, pos) // for first to put in the heap
+	}
+}
+
+// reopen puts pos, before low and set non-terminal, in the heap (it may
+// have turned terminal again since: the heap's lazy removal takes it out).
+func (o *strictOrder) reopen(pos int) {
+	if !o.inHeap[pos] {
 		o.inHeap[pos] = true
 		o.push(pos)
 	}
+}
+
+// first returns the first non-terminal position, or -1 if there is none.
+func (o *strictOrder) first() int {
+	for _, pos := range o.back {
+		o.reopen(pos)
+	}
+	o.back = o.back[:0]
+	for len(o.reopened) > 0 && o.terminal[o.reopened[0]] {
+		o.inHeap[o.reopened[0]] = false
+		o.pop()
+	}
+	if len(o.reopened) > 0 {
+		return o.reopened[0] // before low
+	}
+	for o.low < len(o.terminal) && o.terminal[o.low] {
+		o.low++
+	}
+	if o.low < len(o.terminal) {
+		return o.low
+	}
+	return -1
 }
 
 // blocker returns the position the old walk stopped at with a violation:
 // walking the acceptance order from the start, stop at the first event
 // whose seq is at least seq (no violation) or that is not terminal (a
 // violation if its seq is below seq).
+//
+// The walk stops at the first non-terminal position, top, with a violation
+// when neither top nor any position before it has a seq at or above seq:
+// when the running maximum at top is below seq. (Binary search found the
+// first position reaching seq, to compare top with; this reads one.)
 func (o *strictOrder) blocker(seq uint64) (pos int, blocked bool) {
-	// The first position whose seq reaches seq: maxSeq is sorted.
-	reach := sort.Search(len(o.maxSeq), func(i int) bool { return o.maxSeq[i] >= seq })
-	for len(o.open) > 0 && o.terminal[o.open[0]] {
-		o.inHeap[o.open[0]] = false
-		o.pop()
-	}
-	if len(o.open) == 0 || o.open[0] >= reach {
+	top := o.first()
+	if top < 0 || o.maxSeq[top] >= seq {
 		return 0, false
 	}
-	return o.open[0], true
+	return top, true
 }
 
 func (o *strictOrder) push(pos int) {
-	h := append(o.open, pos)
+	h := append(o.reopened, pos)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2
 		if h[parent] <= h[i] {
@@ -73,11 +110,11 @@ func (o *strictOrder) push(pos int) {
 		h[parent], h[i] = h[i], h[parent]
 		i = parent
 	}
-	o.open = h
+	o.reopened = h
 }
 
 func (o *strictOrder) pop() {
-	h := o.open
+	h := o.reopened
 	n := len(h) - 1
 	h[0] = h[n]
 	h = h[:n]
@@ -95,5 +132,5 @@ func (o *strictOrder) pop() {
 		h[i], h[small] = h[small], h[i]
 		i = small
 	}
-	o.open = h
+	o.reopened = h
 }

@@ -59,7 +59,7 @@ type policy struct {
 	fail    func(inv, id string, step int, format string, args ...any)
 	ids     *names         // event IDs
 	wnames  *names         // worker names
-	events  []policyEvent  // per event, by number
+	events  []event        // per event, by number: the checker's, shared
 	workers []*workerState // per worker, by number
 	single  int            // the number of worker "", the single sender
 	live    int            // events whose latest record is not terminal
@@ -72,13 +72,11 @@ type policy struct {
 	producers
 }
 
+// policyEvent is what the policy checker keeps of one event.
 type policyEvent struct {
-	seen     bool // persisted at least once
-	first    identity
-	rec      *machine.Record // latest persisted (in Run.Entries)
-	writer   writer          // worker and incarnation that persisted rec
-	failedAt time.Time       // when its latest attempt was persisted as failed
-	offer                    // what the producer was told of its ID
+	writer   writer    // worker and incarnation that persisted rec
+	failedAt time.Time // when its latest attempt was persisted as failed
+	offer              // what the producer was told of its ID
 }
 
 // workerState is what one worker's machine must be doing, as far as the
@@ -120,8 +118,6 @@ func (p *policy) reset(run Run, ids, workers *names) {
 	if p.tokens == nil {
 		p.leases = leases{tokens: map[uint64]lease{}}
 	}
-	clear(p.events) // so that grow finds zero events past the length
-	p.events = roomFor(p.events[:0], len(run.Final))
 	for _, w := range p.workers {
 		w.reset(w.name, 1)
 		w.held = 0
@@ -137,9 +133,9 @@ func (p *policy) reset(run Run, ids, workers *names) {
 // worker returns worker wk's state.
 func (p *policy) worker(wk int) *workerState { return p.workers[wk] }
 
-// room gives the first n events and nw workers their state.
+// room gives nw workers their state, and each room for the first n
+// events. (The events' own state is the checker's: see Checker.room.)
 func (p *policy) room(n, nw int) {
-	p.events = grow(p.events, n)
 	for len(p.workers) < nw {
 		w := &workerState{}
 		w.reset(p.wnames.list[len(p.workers)], 1)
@@ -234,27 +230,30 @@ func (p *policy) restarted(at ref) {
 	w := p.worker(at.wk)
 	w.reset(w.name, w.inc+1)
 	w.recovered = true
-	for i := range p.events {
-		if v := &p.events[i]; v.seen && !v.rec.State.Terminal() {
+	for i := range p.events[:len(p.ids.list)] { // those past it were never persisted
+		if v := &p.events[i]; v.persisted && !v.rec.State.Terminal() {
 			w.know(i)
 		}
 	}
 	p.clearPending() // a crash may cut an acknowledgement
 }
 
-func (p *policy) persisted(e *Entry, at ref) {
+// persisted judges a persisted record for the policy checker; prev is the
+// event's record before, nil on its first persistence.
+func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 	r := &e.Record
-	v := &p.events[at.ev]
-	prev := v.rec
-	if !v.seen {
-		v.seen, v.first = true, identityOf(r)
-		p.blank = machine.Record{NextAt: r.AcceptedAt}
+	if prev == nil {
+		p.blank.NextAt = r.AcceptedAt // the rest of blank stays zero
 		prev = &p.blank
 	} else if p.events[at.id].pending {
 		p.duplicateChanged(e, v) // a re-offer of its ID is being answered
 	}
 	if e.Worker != "store" {
-		p.leaseValid(e)
+		// Nearly every write is under the newest lease, before it expires
+		// (or has none): settled here, without the call.
+		if e.Token != 0 && (e.Token != p.newest || !p.newestKnown || !e.At.Before(p.newestLease.until)) {
+			p.leaseValid(e)
+		}
 		w := p.worker(at.wk)
 		w.know(at.ev)
 		switch x := w.at(at.ev); {
@@ -278,17 +277,16 @@ func (p *policy) persisted(e *Entry, at ref) {
 	if !r.State.Terminal() {
 		p.live++
 	}
-	v.rec = r
 }
 
 // started judges attempt r.Attempts as it is persisted, before its send;
 // prev is the event's record before.
-func (p *policy) started(e *Entry, at ref, w *workerState, v *policyEvent, prev *machine.Record) {
+func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machine.Record) {
 	r, pol := &e.Record, &p.run.Policy
 	if deadline := v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
-	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && e.At.Add(p.run.Skew).Before(prev.NextAt) {
+	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && plus(e.At, p.run.Skew).Before(prev.NextAt) {
 		inv := Recovery
 		if v.writer == w.writer() {
 			inv = RetryTiming
@@ -301,7 +299,7 @@ func (p *policy) started(e *Entry, at ref, w *workerState, v *policyEvent, prev 
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.
-func (p *policy) landed(e *Entry, at ref, w *workerState, v *policyEvent) {
+func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 	r, pol := &e.Record, &p.run.Policy
 	x := w.at(at.ev)
 	reply, replied := x.reply, x.reply != nil
@@ -420,7 +418,7 @@ func (p *policy) circuit(e *Entry, at ref) {
 		w.streak = p.run.Policy.BreakerThreshold - 1 // half-open
 	case from == machine.Checking && e.Circuit == machine.Open:
 		for _, i := range w.known {
-			if v := &p.events[i]; v.seen && !w.ev[i].flying && !v.rec.State.Terminal() && v.rec.State != machine.Parked {
+			if v := &p.events[i]; v.persisted && !w.ev[i].flying && !v.rec.State.Terminal() && v.rec.State != machine.Parked {
 				w.owe(i, e.Step)
 			}
 		}
@@ -435,9 +433,10 @@ func (p *policy) circuit(e *Entry, at ref) {
 func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
 	pol := &p.run.Policy
 	var parked, troubled string
+	now := plus(e.At, p.run.Skew) // the worker's clock, at most; once, not per record
 	for _, i := range w.known {
 		id, r := p.ids.list[i], p.events[i].rec
-		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !e.At.Add(p.run.Skew).Before(r.AcceptedAt.Add(pol.MaxAge)) {
+		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !now.Before(r.AcceptedAt.Add(pol.MaxAge)) {
 			continue // dies at once: says nothing about the channel
 		}
 		if r.State == machine.Parked && (parked == "" || id < parked) {

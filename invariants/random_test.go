@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +232,24 @@ func (g *gen) finish() {
 			f.State = machine.State(1 + rng.IntN(5))
 		}
 		g.run.Final = append(g.run.Final, f)
+	}
+}
+
+// TestFinalIDsInOtherBytes: final finds the store's records by their IDs
+// whether they share the log's bytes (the usual case, settled by cached)
+// or are equal strings in other bytes (found by lookup): the same verdicts.
+func TestFinalIDsInOtherBytes(t *testing.T) {
+	var k Checker
+	for seed := range uint64(500) {
+		run := randomRun(seed)
+		want := k.Check(run)
+		final := slices.Clone(run.Final)
+		for i := range final {
+			final[i].ID = strings.Clone(final[i].ID)
+		}
+		run.Final = final
+		if got := k.Check(run); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: with the final IDs in other bytes\ngot:  %v\nwant: %v", seed, got, want)
+		}
 	}
 }
