@@ -448,22 +448,22 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 		st.wakeAt.set(wake) // else it has its stamp already
 	}
 	st.changed()
-	if len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
-		recycle(st.m, &b) // most batches hold none of these lists
+	if len(b.Persist) > 0 || len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
+		recycle(st.m, &b) // a tick that finds nothing to do holds no list
 	}
 	return true
 }
 
 // recycle hands a carried-out batch's lists back to its machine, which
 // reuses them for later batches instead of allocating new ones. Nothing
-// holds them any more: handOut copied the sends and probes into the
-// driver's own Effects, the circuit changes were observed by value, and
-// a worker's machine acknowledges nothing (the store did). Persist is
-// not handed back: the Persisted event passed it to the Observer as
-// Records, and an Observer may keep an event (a copy for the Observer
-// costs as much as the allocation it would save).
+// holds them any more: Save kept none of the records (it was handed
+// updates copied from them), the Persisted event lent them to the
+// Observer only until Observe returned (Event.Records), handOut copied
+// the sends and probes into the driver's own Effects, the circuit
+// changes were observed by value, and a worker's machine acknowledges
+// nothing (the store did).
 func recycle(m *machine.Machine, b *machine.Batch) {
-	m.Recycle(machine.Batch{Acks: b.Acks, Sends: b.Sends, Probes: b.Probes, Circuit: b.Circuit})
+	m.Recycle(*b)
 }
 
 // handOut gives the driver a batch's sends and probes, whose attempt and
