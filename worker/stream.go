@@ -375,21 +375,13 @@ func (w *Worker) step(ctx context.Context, st *stream, now *stamp, in machine.In
 }
 
 // stepAnswer is step for a Result: ans is kept with the record it answers.
+//
+// in is at now, the worker's latest clock reading (every caller builds it
+// at now.t), and the machine has seen no later one: clock never lets the
+// reading go back, and the machine was recovered and stepped only at
+// readings it gave. So the machine never refuses in as earlier than its
+// clock (TestClockSteppedBackIsHeldAtTheLatestReading).
 func (w *Worker) stepAnswer(ctx context.Context, st *stream, now *stamp, in machine.Input, ans *answer) bool {
-	if mnow := st.m.Now(); now.t.Before(mnow) {
-		later := stampOf(mnow) // the machine has seen a later reading (Recover's)
-		now = &later
-	}
-	switch in := in.(type) {
-	case machine.Tick:
-		in.At = now.t
-	case machine.Adopt:
-		in.At = now.t
-	case machine.Result:
-		in.At = now.t
-	case machine.ProbeResult:
-		in.At = now.t
-	}
 	b, err := st.m.Step(in)
 	if err != nil {
 		w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
