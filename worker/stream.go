@@ -435,7 +435,9 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 		}
 		w.observe(&Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
-	w.handOut(st, sends, probes)
+	if len(sends) > 0 || len(probes) > 0 { // most batches hand out nothing
+		w.handOut(st, sends, probes)
+	}
 	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
 		st.wakeAt.set(wake) // else it has its stamp already
 	}
@@ -494,20 +496,17 @@ func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
 		// circuit that parks a backlog), not one per doubling.
 		w.ups = make([]store.Update, 0, max(len(persist), 2*cap(w.ups)))
 	}
-	w.ups = w.ups[:0]
+	ups := w.ups[:len(persist)]
 	for i := range persist { // by index: a record is 112 bytes, UpdateOf reads five fields
-		w.ups = append(w.ups, store.UpdateOf(persist[i]))
-	}
-	ups := w.ups
-	if ans == nil {
-		return ups
-	}
-	for i := range ups {
-		if ups[i].ID == ans.id && ans.outcome.Attempt == ups[i].Attempts {
+		ups[i] = store.UpdateOf(persist[i])
+		// The attempt first: a cheaper comparison than the ID's, and
+		// most records of a batch that answers are at another.
+		if ans != nil && ups[i].Attempts == ans.outcome.Attempt && ups[i].ID == ans.id {
 			w.ans = ans.outcome
 			ups[i].Outcome = &w.ans
 		}
 	}
+	w.ups = ups
 	return ups
 }
 
