@@ -139,12 +139,22 @@ func (k Kind) String() string {
 // recorders. It never carries a payload: Records are passed with their
 // payloads for recorders that must compare them, and an Observer that logs
 // must not print them.
+//
+// Records is lent, not given: the list is valid only until the Observe
+// call that received the event returns, like bufio.Scanner.Bytes. The
+// worker then hands a Persisted event's list back to the stream's machine
+// (machine.Recycle), which blanks its records' IDs and payloads and fills
+// it with a later batch's records. An Observer that keeps the records past
+// its call must copy them (each machine.Record by value, or
+// slices.Clone(e.Records)); a copy of the Event copies only the list's
+// header. The payloads the records point to are never written: a copied
+// record's Payload stays valid.
 type Event struct {
 	Kind    Kind
 	At      time.Time // the worker's clock
 	Stream  string
 	Token   uint64
-	Records []machine.Record // Persisted; Rebuilt: what it recovered
+	Records []machine.Record // Persisted; Rebuilt: what it recovered. Valid only during Observe (see above)
 	Circuit machine.Circuit  // CircuitChanged, Rebuilt
 	Outcome channel.Outcome  // Replied
 	ID      string           // Replied, Sent, Adopted
@@ -157,7 +167,9 @@ type Event struct {
 }
 
 // Observer receives the worker's events, synchronously, on the goroutine
-// that calls the worker. It must not call the worker.
+// that calls the worker. It must not call the worker, and must not keep an
+// event's Records list after Observe returns (copy the records instead:
+// see Event).
 type Observer interface {
 	Observe(Event)
 }

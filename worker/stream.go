@@ -375,21 +375,13 @@ func (w *Worker) step(ctx context.Context, st *stream, now *stamp, in machine.In
 }
 
 // stepAnswer is step for a Result: ans is kept with the record it answers.
+//
+// in is at now, the worker's latest clock reading (every caller builds it
+// at now.t), and the machine has seen no later one: clock never lets the
+// reading go back, and the machine was recovered and stepped only at
+// readings it gave. So the machine never refuses in as earlier than its
+// clock (TestClockSteppedBackIsHeldAtTheLatestReading).
 func (w *Worker) stepAnswer(ctx context.Context, st *stream, now *stamp, in machine.Input, ans *answer) bool {
-	if mnow := st.m.Now(); now.t.Before(mnow) {
-		later := stampOf(mnow) // the machine has seen a later reading (Recover's)
-		now = &later
-	}
-	switch in := in.(type) {
-	case machine.Tick:
-		in.At = now.t
-	case machine.Adopt:
-		in.At = now.t
-	case machine.Result:
-		in.At = now.t
-	case machine.ProbeResult:
-		in.At = now.t
-	}
 	b, err := st.m.Step(in)
 	if err != nil {
 		w.observe(&Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
@@ -443,27 +435,29 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now *stamp, b ma
 		}
 		w.observe(&Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
-	w.handOut(st, sends, probes)
+	if len(sends) > 0 || len(probes) > 0 { // most batches hand out nothing
+		w.handOut(st, sends, probes)
+	}
 	if wake := plantedWake(b.WakeAt); wake != st.wakeAt.t {
 		st.wakeAt.set(wake) // else it has its stamp already
 	}
 	st.changed()
-	if len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
-		recycle(st.m, &b) // most batches hold none of these lists
+	if len(b.Persist) > 0 || len(b.Sends) > 0 || len(b.Probes) > 0 || len(b.Circuit) > 0 || len(b.Acks) > 0 {
+		recycle(st.m, &b) // a tick that finds nothing to do holds no list
 	}
 	return true
 }
 
 // recycle hands a carried-out batch's lists back to its machine, which
 // reuses them for later batches instead of allocating new ones. Nothing
-// holds them any more: handOut copied the sends and probes into the
-// driver's own Effects, the circuit changes were observed by value, and
-// a worker's machine acknowledges nothing (the store did). Persist is
-// not handed back: the Persisted event passed it to the Observer as
-// Records, and an Observer may keep an event (a copy for the Observer
-// costs as much as the allocation it would save).
+// holds them any more: Save kept none of the records (it was handed
+// updates copied from them), the Persisted event lent them to the
+// Observer only until Observe returned (Event.Records), handOut copied
+// the sends and probes into the driver's own Effects, the circuit
+// changes were observed by value, and a worker's machine acknowledges
+// nothing (the store did).
 func recycle(m *machine.Machine, b *machine.Batch) {
-	m.Recycle(machine.Batch{Acks: b.Acks, Sends: b.Sends, Probes: b.Probes, Circuit: b.Circuit})
+	m.Recycle(*b)
 }
 
 // handOut gives the driver a batch's sends and probes, whose attempt and
@@ -502,20 +496,20 @@ func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
 		// circuit that parks a backlog), not one per doubling.
 		w.ups = make([]store.Update, 0, max(len(persist), 2*cap(w.ups)))
 	}
-	w.ups = w.ups[:0]
-	for i := range persist { // by index: a record is 112 bytes, UpdateOf reads five fields
-		w.ups = append(w.ups, store.UpdateOf(persist[i]))
-	}
-	ups := w.ups
-	if ans == nil {
-		return ups
-	}
-	for i := range ups {
-		if ups[i].ID == ans.id && ans.outcome.Attempt == ups[i].Attempts {
+	ups := w.ups[:len(persist)]
+	for i := range persist {
+		// store.UpdateOf(persist[i]), field by field: a record is 112
+		// bytes, which the call copies (TestUpdatesAreUpdateOf).
+		r := &persist[i]
+		ups[i] = store.Update{ID: r.ID, Delivery: store.Delivery{State: r.State, Attempts: r.Attempts, NextAt: r.NextAt, Reason: r.Reason}}
+		// The attempt first: a cheaper comparison than the ID's, and
+		// most records of a batch that answers are at another.
+		if ans != nil && ups[i].Attempts == ans.outcome.Attempt && ups[i].ID == ans.id {
 			w.ans = ans.outcome
 			ups[i].Outcome = &w.ans
 		}
 	}
+	w.ups = ups
 	return ups
 }
 

@@ -578,3 +578,40 @@ func TestReplyAfterTheStreamWasTakenOverAgain(t *testing.T) {
 		t.Fatalf("e2 is %s after the new machine's reply, want delivered", r.State)
 	}
 }
+
+// A driver's clock stepped back (a wall clock corrected by NTP) is held at
+// the latest reading: the machines never see a reading go back, so they
+// refuse no input (no Faulted), and what is persisted carries the latest
+// reading. Readings jump back and forth around every call of the run.
+func TestClockSteppedBackIsHeldAtTheLatestReading(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := range 3 {
+		e.enqueue("s", fmt.Sprintf("e%d", i))
+	}
+	back := func() time.Time { return e.now().Add(-time.Hour) } // well before every reading so far
+	fx := e.advance()
+	for i := range 3 {
+		id := fmt.Sprintf("e%d", i)
+		x := oneSend(t, fx, id, 1)
+		e.clock.Advance(time.Millisecond)
+		latest := e.now()
+		e.w.Advance(e.ctx, latest)
+		e.w.Advance(e.ctx, back())                            // nothing due at the latest reading
+		fx = e.w.Deliver(e.ctx, back(), x.Reply(delivered())) // a reply read at a stepped-back clock
+		var last worker.Event
+		for _, ev := range e.events {
+			if ev.Kind == worker.Persisted {
+				last = ev
+			}
+		}
+		if !last.At.Equal(latest) {
+			t.Fatalf("%s: the delivery was persisted at %v, want the latest reading %v", id, last.At, latest)
+		}
+		if r := e.record(id); r.State != machine.Delivered {
+			t.Fatalf("%s is %s after its delivery at a stepped-back clock, want delivered", id, r.State)
+		}
+	}
+	if n := e.count(worker.Faulted); n != 0 {
+		t.Fatalf("%d machine faults: a machine saw the clock go back", n)
+	}
+}
