@@ -106,3 +106,13 @@ func TestRecFitsSlab(t *testing.T) {
 		t.Fatalf("a record takes %d bytes, over the %d that fit %d to a 4096-byte slab", got, size, recSlab)
 	}
 }
+
+// TestStoreFitsSizeClass: New allocates a Store for every simulated run,
+// and its tables (granted, found, named) are most of it. It fits the
+// 2048-byte size class; a few words more move it to 2304 bytes, and a
+// larger found table to 3072.
+func TestStoreFitsSizeClass(t *testing.T) {
+	if got := unsafe.Sizeof(Store{}); got > 2048 {
+		t.Fatalf("a Store takes %d bytes, over the 2048 of its size class", got)
+	}
+}

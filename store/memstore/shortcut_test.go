@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,14 @@ func (tw *twin) lease() store.Lease {
 	}
 	// Recent leases are the likely valid ones.
 	n := len(tw.leases)
-	return tw.leases[n-1-min(n-1, tw.rng.IntN(8))]
+	l := tw.leases[n-1-min(n-1, tw.rng.IntN(8))]
+	if tw.rng.IntN(4) == 0 {
+		// The same lease in equal strings that are not the ones it was
+		// granted in: the store compares a lease's strings by pointer
+		// first, and must not take equal ones for a stranger's.
+		l.Stream, l.Owner = strings.Clone(l.Stream), strings.Clone(l.Owner)
+	}
+	return l
 }
 
 func (tw *twin) granted(ls ...store.Lease) { tw.leases = append(tw.leases, ls...) }
