@@ -104,7 +104,8 @@ func (b *buffers) release(s *sim) {
 	clear(l.entries) // drop what the entries point to: payloads, strings
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
-	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
+	clear(s.q.wakes)
+	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0], wakes: s.q.wakes[:0]}
 	clear(b.lastFlight) // pointers to flights, which are reset below
 	b.flights.reset()
 	b.probes.reset()

@@ -39,6 +39,7 @@ var bg = context.Background()
 // node is one worker process.
 type node struct {
 	name string // w1, w2, ...
+	idx  int    // its index in sim.nodes, and its wake's in queue.wakes
 	inc  int    // incarnation, from 1; a crash starts a new one
 	skew time.Duration
 	w    *worker.Worker // nil while down
@@ -99,7 +100,7 @@ func (s *sim) initNodes() {
 	c := s.cfg
 	s.store.SetUnavailable(func() bool { return s.inWindows(c.StoreOutages) })
 	for i := range c.Workers {
-		n := &node{name: fmt.Sprintf("w%d", i+1), inc: 1}
+		n := &node{name: fmt.Sprintf("w%d", i+1), idx: i, inc: 1}
 		if s.w.Cluster.Workers == 0 {
 			n.name = "" // the single sender, as the checker knows it
 		}
@@ -443,6 +444,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	n.inc++
 	n.wake++
 	n.waking = false
+	s.q.supersede(n.idx) // its pending wake, now stale
 	n.frozenUntil, n.stalled = time.Time{}, false
 	s.q.schedule(s.now.Add(down), func() {
 		n.down = false

@@ -107,9 +107,31 @@ type queue struct {
 	// chores (a worker's periodic poll): a run with only chores left has
 	// nothing more to happen unless there is still work in the store.
 	foreground int
+
+	// wakes are the nodes' pending Advances, at most one a node, by the
+	// node's index, kept out of the heap: most of a run's happenings are
+	// wakes, and a node's one pending wake is found by a scan of a few
+	// nodes instead of a push and a pop of the heap. A wake superseded
+	// (by an earlier one, or a crash) still happens, doing nothing, as it
+	// did when every wake was in the heap: it moves the clock and counts
+	// as pending. It goes into the heap then (supersede), at its instant
+	// and with its scheduling order (seq), so the order is unchanged.
+	wakes     []wakeTimer
+	wakeFirst int // 1 + the index in wakes of the earliest pending; 0 if none
+	nwakes    int // pending in wakes
+	woke      happening
 }
 
-func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt }
+// wakeTimer is one node's wake, pending if pending: its instant and
+// scheduling order, and what its happening holds. Its node is set once.
+type wakeTimer struct {
+	slot      // key and seq; slot is not used
+	n         *node
+	inc, wake int32
+	pending   bool
+}
+
+func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt + q.nwakes }
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
@@ -128,9 +150,69 @@ func (q *queue) scheduleFor(at time.Time, n *node, inc int, do func()) {
 }
 
 // scheduleWake schedules node n's next Advance, a background chore, as
-// its wake number wake of incarnation inc.
+// its wake number wake of incarnation inc. A wake of n still pending is
+// superseded.
 func (q *queue) scheduleWake(at time.Duration, n *node, inc, wake int) {
-	q.push(happening{key: int64(at), what: doWake, n: n, inc: int32(inc), wake: int32(wake), background: true})
+	for len(q.wakes) <= n.idx {
+		q.wakes = append(q.wakes, wakeTimer{})
+	}
+	w := &q.wakes[n.idx]
+	if w.pending {
+		q.supersede(n.idx)
+	}
+	q.seq++
+	w.key, w.seq, w.inc, w.wake, w.pending = int64(at), q.seq, int32(inc), int32(wake), true
+	if w.n != n {
+		w.n = n // once a run, or after a test's queue took another node
+	}
+	q.nwakes++
+	// The newest wake goes first only if strictly earlier: at the same
+	// instant, the one scheduled first does.
+	if q.wakeFirst == 0 || w.key < q.wakes[q.wakeFirst-1].key {
+		q.wakeFirst = n.idx + 1
+	}
+}
+
+// supersede moves node i's pending wake, if it has one, into the heap,
+// where it happens as every happening does, at its instant and in its
+// scheduling order: the node no longer takes it for its own (woken).
+func (q *queue) supersede(i int) {
+	if i >= len(q.wakes) || !q.wakes[i].pending {
+		return
+	}
+	w := &q.wakes[i]
+	w.pending = false
+	q.nwakes--
+	h := happening{key: w.key, what: doWake, n: w.n, inc: w.inc, wake: w.wake, background: true}
+	q.up(slot{key: w.key, seq: w.seq, slot: q.place(h)})
+	q.findFirstWake()
+}
+
+// findFirstWake finds the earliest pending wake.
+func (q *queue) findFirstWake() {
+	q.wakeFirst = 0
+	for i := range q.wakes {
+		w := &q.wakes[i]
+		if w.pending && (q.wakeFirst == 0 || w.before(&q.wakes[q.wakeFirst-1].slot)) {
+			q.wakeFirst = i + 1
+		}
+	}
+}
+
+// takeWake removes the earliest pending wake and returns its happening,
+// which stays as it is until the following next.
+func (q *queue) takeWake() *happening {
+	w := &q.wakes[q.wakeFirst-1]
+	w.pending = false
+	q.nwakes--
+	h := &q.woke
+	h.key, h.what, h.background = w.key, doWake, true
+	h.inc, h.wake = w.inc, w.wake
+	if h.n != w.n {
+		h.n = w.n
+	}
+	q.findFirstWake()
+	return h
 }
 
 // The schedulers of the channel's and the producer's happenings take
@@ -183,21 +265,26 @@ func sinceEpoch(t time.Time) time.Duration {
 }
 
 func (q *queue) push(x happening) {
-	var at int32
-	if n := len(q.free); n > 0 {
-		at = q.free[n-1]
-		q.free = q.free[:n-1]
-		q.payloads[at] = x
-	} else {
-		at = int32(len(q.payloads))
-		q.payloads = append(q.payloads, x)
-	}
+	at := q.place(x)
 	q.seq++
 	if n := len(q.run); n == q.runAt || x.key >= q.run[n-1].key {
 		q.run = append(q.run, slot{key: x.key, seq: q.seq, slot: at})
 		return
 	}
 	q.up(slot{key: x.key, seq: q.seq, slot: at})
+}
+
+// place puts x in payloads, in a free place if there is one, and returns
+// its index.
+func (q *queue) place(x happening) int32 {
+	if n := len(q.free); n > 0 {
+		at := q.free[n-1]
+		q.free = q.free[:n-1]
+		q.payloads[at] = x
+		return at
+	}
+	q.payloads = append(q.payloads, x)
+	return int32(len(q.payloads) - 1)
 }
 
 // up adds s to the heap: a hole climbs from the end while s goes before
@@ -229,28 +316,33 @@ func (q *queue) next() *happening {
 		// Its pointers are not dropped: the place is overwritten when it
 		// is reused, and the run's end clears the slab (buffers.release).
 		q.free = append(q.free, q.held-1)
+		q.held = 0
 	}
-	top := q.first()
+	// The earliest of the run's first, the heap's and the first wake.
+	var first *slot
+	fromRun := q.runAt < len(q.run) && (len(q.heap) == 0 || q.run[q.runAt].before(&q.heap[0]))
+	if fromRun {
+		first = &q.run[q.runAt]
+	} else if len(q.heap) > 0 {
+		first = &q.heap[0]
+	}
+	if q.wakeFirst > 0 && (first == nil || q.wakes[q.wakeFirst-1].before(first)) {
+		return q.takeWake() // a background chore
+	}
+	var top int32
+	if fromRun {
+		top = first.slot
+		q.runAt++
+		q.trimRun()
+	} else {
+		top = q.down()
+	}
 	q.held = top + 1
 	x := &q.payloads[top]
 	if !x.background {
 		q.foreground--
 	}
 	return x
-}
-
-// first removes the earliest slot, the run's first or the heap's, and
-// returns its place in payloads.
-func (q *queue) first() int32 {
-	if q.runAt < len(q.run) {
-		r := q.run[q.runAt]
-		if len(q.heap) == 0 || r.before(&q.heap[0]) {
-			q.runAt++
-			q.trimRun()
-			return r.slot
-		}
-	}
-	return q.down()
 }
 
 // trimRun empties the run once it is all taken, or moves what is left to

@@ -410,3 +410,66 @@ func TestStreamIndexIsStreamName(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueWakesAgainstSort holds the queue with nodes' wakes, kept apart
+// from the heap, to the plain order: every happening ever scheduled, wakes
+// superseded by a later wake of their node or by a crash included, pops in
+// (instant, scheduling order), found by a scan, and Len counts them all.
+func TestQueueWakesAgainstSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var q queue
+	nodes := []*node{{idx: 0}, {idx: 1}, {idx: 2}}
+	type pend struct {
+		key      int64
+		seq      int
+		node     *node // a wake's; nil for an offer
+		wake, id int
+	}
+	var want []pend
+	seq, wakes := 0, 0
+	var now int64
+	for step := range 200_000 {
+		k := now + r.Int64N(40) // few instants: many ties
+		switch op := r.IntN(8); {
+		case op < 2 && len(want) < 60:
+			seq++
+			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
+			want = append(want, pend{key: k, seq: seq, id: seq})
+			continue
+		case op < 4 && len(want) < 60:
+			seq++
+			wakes++
+			n := nodes[r.IntN(len(nodes))]
+			q.scheduleWake(time.Duration(k), n, 1, wakes)
+			want = append(want, pend{key: k, seq: seq, node: n, wake: wakes})
+			continue
+		case op == 4:
+			q.supersede(r.IntN(len(nodes))) // a crash: the wake stays pending
+			continue
+		}
+		if q.Len() != len(want) {
+			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(want))
+		}
+		if len(want) == 0 {
+			continue
+		}
+		first := 0
+		for i, p := range want {
+			if p.key < want[first].key || p.key == want[first].key && p.seq < want[first].seq {
+				first = i
+			}
+		}
+		popped := want[first]
+		want = slices.Delete(want, first, first+1)
+		got := q.next()
+		now = got.key
+		switch {
+		case got.key != popped.key:
+			t.Fatalf("step %d: popped instant %d, want %d", step, got.key, popped.key)
+		case popped.node == nil && (got.what != doOffer || int(got.event) != popped.id):
+			t.Fatalf("step %d: popped %v event %d, want offer %d", step, got.what, got.event, popped.id)
+		case popped.node != nil && (got.what != doWake || got.n != popped.node || int(got.wake) != popped.wake || !got.background):
+			t.Fatalf("step %d: popped %v wake %d, want wake %d of node %d", step, got.what, got.wake, popped.wake, popped.node.idx)
+		}
+	}
+}
