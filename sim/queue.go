@@ -394,9 +394,47 @@ func (q *queue) down() int32 {
 // derived from the root seed and the part's name, so that adding draws in
 // one fake does not shift the draws of another.
 func stream(seed uint64, name string) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, streamKey(name)))
+}
+
+// streamKey is the part of a stream's seed its name makes.
+func streamKey(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
+	return h.Sum64()
+}
+
+// The streams of a run: the parts of the world that draw.
+const (
+	streamProducer = iota
+	streamChannel
+	streamRestart
+	streamLease
+	nStreams
+)
+
+var (
+	streamNames = [nStreams]string{"producer", "channel", "restart", "lease"}
+	streamKeys  [nStreams]uint64 // streamKey of each name, made once
+)
+
+func init() {
+	for i, name := range streamNames {
+		streamKeys[i] = streamKey(name)
+	}
+}
+
+// streams returns a run's streams, by streamProducer and the others: the
+// generators stream(seed, name) returns, reseeded in the buffers' own
+// rather than made anew (TestReusedStreamsAreStream).
+func (b *buffers) streams(seed uint64) *[nStreams]*rand.Rand {
+	for i := range b.rands {
+		if b.rands[i] == nil {
+			b.rands[i] = rand.New(&b.sources[i])
+		}
+		b.sources[i].Seed(seed, streamKeys[i])
+	}
+	return &b.rands
 }
 
 // between draws uniformly in [lo, hi].

@@ -473,3 +473,27 @@ func TestQueueWakesAgainstSort(t *testing.T) {
 		}
 	}
 }
+
+// TestReusedStreamsAreStream holds the streams a run takes from its
+// buffers, reseeded after a past run drew from them, to the generators
+// stream makes anew: the same draws, stream by stream.
+func TestReusedStreamsAreStream(t *testing.T) {
+	var b buffers
+	for seed := range uint64(20) {
+		r := b.streams(seed)
+		for i, name := range streamNames {
+			if got, want := drawsFrom(r[i], 8), draws(seed, name, 8); !slices.Equal(got, want) {
+				t.Errorf("seed %d, stream %q: reused draws %v, want %v", seed, name, got, want)
+			}
+			drawsFrom(r[i], int(seed)) // a past run's draws, left behind
+		}
+	}
+}
+
+func drawsFrom(r *rand.Rand, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = r.Uint64()
+	}
+	return out
+}

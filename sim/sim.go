@@ -87,7 +87,9 @@ func Run(world World, seed uint64, opt Options) (Result, error) {
 	if err := s.simulate(); err != nil {
 		return Result{}, err
 	}
-	return s.result(), nil
+	res := s.result()
+	s.buf.release(s) // the last use of s, which a later run reuses
+	return res, nil
 }
 
 type sim struct {
@@ -149,7 +151,7 @@ type sim struct {
 	log           *obsLog            // in buf
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
 	trace         []string           // the text of every line, with Options.Trace
-	hash          *xxhash.Digest     // of the encoded lines (trace.go)
+	hash          xxhash.Digest      // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
 	stats         Stats
 }
@@ -164,19 +166,28 @@ type attemptKey struct {
 	attempt int
 }
 
+// newSim returns the simulator of a run, in buffers a past run may have
+// used: until Run releases them, they are this run's alone.
 func newSim(w World, seed uint64, opt Options) *sim {
-	s := &sim{
+	// About ten entries per event (persist, ack, persist the attempt,
+	// send, apply, reply, persist the outcome; faults, parking and lease
+	// renewals add some): a long run then seldom grows its log.
+	b := getBuffers(max(w.Streams, 1), w.Events, 10*w.Events+64)
+	r := b.streams(seed)
+	s := &b.sim
+	*s = sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
 		cfg:       workers(w),
-		rProducer: stream(seed, "producer"),
-		rChannel:  stream(seed, "channel"),
-		rRestart:  stream(seed, "restart"),
-		rLease:    stream(seed, "lease"),
+		rProducer: r[streamProducer],
+		rChannel:  r[streamChannel],
+		rRestart:  r[streamRestart],
+		rLease:    r[streamLease],
 		settledAt: -1,
 		statesAt:  -1,
-		hash:      xxhash.New(),
-		enc:       make([]byte, 0, traceFlushBytes+256),
+		buf:       b,
+		enc:       b.enc,
 	}
+	s.hash.Reset()
 	s.store = memstore.New(func() time.Time { return s.now })
 	s.initStreams()
 	s.initNodes()
@@ -214,14 +225,10 @@ func (s *sim) initStreams() {
 	n := max(w.Streams, 1)
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
-	// About ten entries per event (persist, ack, persist the attempt,
-	// send, apply, reply, persist the outcome; faults, parking and lease
-	// renewals add some): a long run then seldom grows its log.
-	s.buf = getBuffers(n, w.Events, 10*w.Events+64)
 	s.log = &s.buf.log
 	s.acked, s.lastFlight = s.buf.acked, s.buf.lastFlight
 	s.ids = s.buf.eventIDs(w.Events)
-	s.recv = newReceiver(w.Receiver, s.ids, n, s.buf.recv)
+	s.recv = newReceiver(w.Receiver, s.ids, n, s.buf.recv, s.buf.order)
 	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
@@ -690,8 +697,8 @@ func (s *sim) result() Result {
 	st := s.stats
 	// By the event's index in the workload: every record and every send
 	// is of one of its events.
-	sends := make([]int, len(s.ids))
-	final := make([]*machine.Record, len(s.ids)) // in the store at the end
+	sends := s.buf.sends
+	final := s.buf.final // in the store at the end
 	for _, run := range s.runs {
 		var newest uint64 // tokens are per stream
 		for i := range run.Entries {
@@ -750,9 +757,6 @@ func (s *sim) result() Result {
 		Stats:      st,
 		slab:       s.slab,
 	}
-	s.buf.release(s)
-	s.buf, s.log, s.acked, s.lastFlight, s.recv = nil, nil, nil, nil, nil
-	s.q = queue{}
 	return res
 }
 
