@@ -190,8 +190,11 @@ var (
 // building one apart and then appending it zeroes and copies it twice.
 func (l *obsLog) next(i int, at time.Time) *invariants.Entry {
 	l.reserve(1)
-	l.entries = append(l.entries, invariants.Entry{})
-	e := &l.entries[len(l.entries)-1]
+	// Zeroed in place: an append of a zero Entry builds one and copies it.
+	n := len(l.entries)
+	l.entries = l.entries[:n+1]
+	e := &l.entries[n]
+	*e = invariants.Entry{}
 	e.At, e.Step = at, l.counts[i]
 	l.counts[i]++
 	l.streams = append(l.streams, int32(i))
