@@ -292,6 +292,8 @@ func (s *sim) happen(h *happening) {
 		s.offer(int(h.event), int(h.copy))
 	case doAckTimeout:
 		s.ackTimeout(int(h.event), int(h.copy))
+	case doNothing:
+		// A superseded wake: woken would find its number stale.
 	default:
 		panic(fmt.Sprintf("sim: seed %d: a happening of unknown kind %d", s.seed, h.what))
 	}

@@ -43,6 +43,7 @@ const (
 	doProbeAnswer             // a probe's answer reaches node n
 	doOffer                   // the producer offers an event
 	doAckTimeout              // the producer's wait for an offer's acknowledgement ends
+	doNothing                 // a superseded wake (queue.supersede)
 )
 
 // at is the happening's instant. Every instant of a run is Epoch plus a
@@ -119,7 +120,8 @@ type queue struct {
 	wakes     []wakeTimer
 	wakeFirst int // 1 + the index in wakes of the earliest pending; 0 if none
 	nwakes    int // pending in wakes
-	woke      happening
+	// woke is the wake, or superseded wake, next returned last.
+	woke happening
 }
 
 // wakeTimer is one node's wake, pending if pending: its instant and
@@ -135,18 +137,20 @@ func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt + q.nwakes
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
-	q.push(happening{key: key(at), do: do})
+	q.add(key(at)).do = do
 }
 
 // scheduleChore schedules a background chore; see queue.foreground.
 func (q *queue) scheduleChore(at time.Time, do func()) {
-	q.push(happening{key: key(at), do: do, background: true})
+	h := q.add(key(at))
+	h.do, h.background = do, true
 }
 
 // scheduleFor schedules do for incarnation inc of node n.
 func (q *queue) scheduleFor(at time.Time, n *node, inc int, do func()) {
 	q.foreground++
-	q.push(happening{key: key(at), what: doForNode, do: do, n: n, inc: int32(inc)})
+	h := q.add(key(at))
+	h.what, h.do, h.n, h.inc = doForNode, do, n, int32(inc)
 }
 
 // scheduleWake schedules node n's next Advance, a background chore, as
@@ -183,10 +187,13 @@ func (q *queue) supersede(i int) {
 	w := &q.wakes[i]
 	w.pending = false
 	q.nwakes--
-	h := happening{key: w.key, what: doWake, n: w.n, inc: w.inc, wake: w.wake, background: true}
-	q.up(slot{key: w.key, seq: w.seq, slot: q.place(h)})
+	// It needs no payload: whatever it was, it now does nothing.
+	q.up(slot{key: w.key, seq: w.seq, slot: superseded})
 	q.findFirstWake()
 }
+
+// superseded is the place in payloads of a superseded wake: none.
+const superseded = -1
 
 // findFirstWake finds the earliest pending wake.
 func (q *queue) findFirstWake() {
@@ -222,33 +229,37 @@ func (q *queue) takeWake() *happening {
 // scheduleArrival schedules flight f's arrival at the receiver.
 func (q *queue) scheduleArrival(at time.Duration, f *flight) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: doArrive, f: f})
+	h := q.add(int64(at))
+	h.what, h.f = doArrive, f
 }
 
 // scheduleAnswer schedules one of flight f's answers to its node.
 func (q *queue) scheduleAnswer(at time.Duration, f *flight, which uint8) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: doAnswer, n: f.n, inc: int32(f.n.inc), f: f, answer: which})
+	h := q.add(int64(at))
+	h.what, h.n, h.inc, h.f, h.answer = doAnswer, f.n, int32(f.n.inc), f, which
 }
 
 // scheduleProbeAnswer schedules the answer to probe pr.
 func (q *queue) scheduleProbeAnswer(at time.Duration, pr *probing) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: doProbeAnswer, n: pr.n, inc: int32(pr.n.inc), probe: pr})
+	h := q.add(int64(at))
+	h.what, h.n, h.inc, h.probe = doProbeAnswer, pr.n, int32(pr.n.inc), pr
 }
 
 // scheduleOffer schedules what (doOffer or doAckTimeout) for offer copy
 // of the workload's event i.
 func (q *queue) scheduleOffer(at time.Duration, what what, i, copy int) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: what, event: int32(i), copy: int32(copy)})
+	h := q.add(int64(at))
+	h.what, h.event, h.copy = what, int32(i), int32(copy)
 }
 
 // postpone schedules node happening h again, at at.
 func (q *queue) postpone(at time.Time, h happening) {
 	q.foreground++
 	h.key = key(at)
-	q.push(h)
+	*q.add(h.key) = h
 }
 
 func key(at time.Time) int64 { return int64(sinceEpoch(at)) }
@@ -264,27 +275,28 @@ func sinceEpoch(t time.Time) time.Duration {
 	return t.Sub(Epoch) // saturated, as Sub does, for a zero or far instant
 }
 
-func (q *queue) push(x happening) {
-	at := q.place(x)
-	q.seq++
-	if n := len(q.run); n == q.runAt || x.key >= q.run[n-1].key {
-		q.run = append(q.run, slot{key: x.key, seq: q.seq, slot: at})
-		return
-	}
-	q.up(slot{key: x.key, seq: q.seq, slot: at})
-}
-
-// place puts x in payloads, in a free place if there is one, and returns
-// its index.
-func (q *queue) place(x happening) int32 {
+// add schedules a happening at key and returns it, zero but for its key,
+// for the caller to fill in at once: one built apart and passed by value
+// was zeroed and copied three times on its way into payloads. The pointer
+// is good until the next add, which may move payloads.
+func (q *queue) add(key int64) *happening {
+	var at int32
 	if n := len(q.free); n > 0 {
-		at := q.free[n-1]
+		at = q.free[n-1]
 		q.free = q.free[:n-1]
-		q.payloads[at] = x
-		return at
+	} else {
+		at = int32(len(q.payloads))
+		q.payloads = append(q.payloads, happening{})
 	}
-	q.payloads = append(q.payloads, x)
-	return int32(len(q.payloads) - 1)
+	h := &q.payloads[at]
+	*h = happening{key: key}
+	q.seq++
+	if n := len(q.run); n == q.runAt || key >= q.run[n-1].key {
+		q.run = append(q.run, slot{key: key, seq: q.seq, slot: at})
+	} else {
+		q.up(slot{key: key, seq: q.seq, slot: at})
+	}
+	return h
 }
 
 // up adds s to the heap: a hole climbs from the end while s goes before
@@ -330,12 +342,17 @@ func (q *queue) next() *happening {
 		return q.takeWake() // a background chore
 	}
 	var top int32
+	key := first.key
 	if fromRun {
 		top = first.slot
 		q.runAt++
 		q.trimRun()
 	} else {
 		top = q.down()
+	}
+	if top == superseded {
+		q.woke = happening{key: key, what: doNothing, background: true}
+		return &q.woke
 	}
 	q.held = top + 1
 	x := &q.payloads[top]

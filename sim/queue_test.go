@@ -426,6 +426,14 @@ func TestQueueWakesAgainstSort(t *testing.T) {
 		wake, id int
 	}
 	var want []pend
+	// stale marks node n's wakes superseded: they pop doing nothing.
+	stale := func(n *node) {
+		for i := range want {
+			if want[i].node == n {
+				want[i].node, want[i].wake = nil, -1
+			}
+		}
+	}
 	seq, wakes := 0, 0
 	var now int64
 	for step := range 200_000 {
@@ -440,11 +448,14 @@ func TestQueueWakesAgainstSort(t *testing.T) {
 			seq++
 			wakes++
 			n := nodes[r.IntN(len(nodes))]
+			stale(n)
 			q.scheduleWake(time.Duration(k), n, 1, wakes)
 			want = append(want, pend{key: k, seq: seq, node: n, wake: wakes})
 			continue
 		case op == 4:
-			q.supersede(r.IntN(len(nodes))) // a crash: the wake stays pending
+			i := r.IntN(len(nodes))
+			stale(nodes[i])
+			q.supersede(i) // a crash: the wake stays pending, stale
 			continue
 		}
 		if q.Len() != len(want) {
@@ -466,6 +477,9 @@ func TestQueueWakesAgainstSort(t *testing.T) {
 		switch {
 		case got.key != popped.key:
 			t.Fatalf("step %d: popped instant %d, want %d", step, got.key, popped.key)
+		case popped.wake == -1 && (got.what != doNothing || !got.background):
+			t.Fatalf("step %d: popped %v, want a superseded wake", step, got.what)
+		case popped.wake == -1:
 		case popped.node == nil && (got.what != doOffer || int(got.event) != popped.id):
 			t.Fatalf("step %d: popped %v event %d, want offer %d", step, got.what, got.event, popped.id)
 		case popped.node != nil && (got.what != doWake || got.n != popped.node || int(got.wake) != popped.wake || !got.background):
