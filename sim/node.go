@@ -77,13 +77,18 @@ func (n *node) owner() string {
 	return n.ownerName
 }
 
-// clock is the node's reading of the virtual clock, skew included.
-// Most nodes have none, and Time.Add is not free.
-func (n *node) clock(now time.Time) time.Time {
+// clock is node n's reading of the virtual clock, skew included. Most
+// nodes have none, and Time.Add is not free: a skewed reading is built
+// from its offset from Epoch as epochAdd builds now, the same value as
+// now.Add(skew) (TestClockIsNowAdd), unless the offset overflows.
+func (s *sim) clock(n *node) time.Time {
 	if n.skew == 0 {
-		return now
+		return s.now
 	}
-	return now.Add(n.skew)
+	if d := s.elapsed + n.skew; (d > s.elapsed) == (n.skew > 0) {
+		return epochAdd(d)
+	}
+	return s.now.Add(n.skew)
 }
 
 // workers is the cluster a world runs: World.Cluster, or the single
@@ -98,7 +103,8 @@ func workers(w World) Cluster {
 // initNodes makes the nodes and the allowances their faults need.
 func (s *sim) initNodes() {
 	c := s.cfg
-	s.store.SetUnavailable(func() bool { return s.inWindows(c.StoreOutages) })
+	// s.cfg, not c: a closure holding c would move it to the heap.
+	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	for i := range c.Workers {
 		n := &node{name: fmt.Sprintf("w%d", i+1), idx: i, inc: 1}
 		if s.w.Cluster.Workers == 0 {
@@ -176,7 +182,7 @@ func (s *sim) boot(n *node) {
 		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
 	}
 	n.w = w
-	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
+	s.call(n, s.clock(n), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
 }
 
 // maxStreams is how many streams one worker owns at once.
@@ -221,12 +227,14 @@ func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
 		return Pause{}, false
 	}
 	for i, p := range *faults {
-		if s.now.Before(Epoch.Add(p.At)) {
+		// As offsets from Epoch: now.Before(Epoch.Add(p.At)), and
+		// now.Add(p.For).Sub(Epoch) (after), without Time's arithmetic.
+		if s.elapsed < p.At {
 			break
 		}
 		if p.Worker == Owner || s.nodes[p.Worker] == n {
 			*faults = slices.Delete(*faults, i, i+1)
-			return p, s.now.Add(p.For).Sub(Epoch) <= s.w.FaultsEnd
+			return p, s.after(p.For) <= s.w.FaultsEnd
 		}
 	}
 	return Pause{}, false
@@ -319,7 +327,7 @@ func (s *sim) woken(n *node, inc, token int) {
 // does. Its lease may have run out meanwhile: the store's fencing is all
 // that stands between it and a stale write.
 func (s *sim) advance(n *node) {
-	at := n.clock(s.now)
+	at := s.clock(n)
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
@@ -396,7 +404,7 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 
 // deliver hands n's worker the outcome of one of its sends or probes.
 func (s *sim) deliver(n *node, r worker.Reply) {
-	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return n.w.Deliver(bg, at, r) })
+	s.call(n, s.clock(n), func(at time.Time) worker.Effects { return n.w.Deliver(bg, at, r) })
 }
 
 // later schedules fn for node n at the instant at. When it comes, a node

@@ -511,3 +511,29 @@ func drawsFrom(r *rand.Rand, n int) []uint64 {
 	}
 	return out
 }
+
+// TestClockIsNowAdd holds sim.clock to what it replaces, now.Add(skew),
+// for now near Epoch and far from it, and skews from none to overflowing.
+func TestClockIsNowAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	edges := []time.Duration{0, 1, -1, time.Second, -time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
+		math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, -time.Hour}
+	pick := func() time.Duration {
+		switch r.IntN(4) {
+		case 0:
+			return edges[r.IntN(len(edges))]
+		case 1:
+			return time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour
+		case 2:
+			return math.MaxInt64 - time.Duration(r.Int64N(int64(time.Hour)))
+		}
+		return time.Duration(r.Uint64())
+	}
+	for range 200_000 {
+		elapsed, skew := pick(), pick()
+		s := &sim{now: epochAdd(elapsed), elapsed: elapsed}
+		if got, want := s.clock(&node{skew: skew}), s.now.Add(skew); got != want {
+			t.Fatalf("clock with skew %d at %d = %#v, want %#v", skew, elapsed, got, want)
+		}
+	}
+}

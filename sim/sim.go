@@ -639,7 +639,7 @@ func (s *sim) answer(f *flight, which uint8) {
 	}
 	// Noted through a pointer to the sim's own scratch: a Result boxed as
 	// an Input would be an allocation per answer.
-	s.scratchResult = machine.Result{At: n.clock(s.now), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
+	s.scratchResult = machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
 	s.note(n, opIn, input(&s.scratchResult))
 	s.deliver(n, reply(x, outcome, retryAfter))
 }
@@ -688,7 +688,7 @@ func (s *sim) probeAnswer(pr *probing) {
 	if !pr.healthy {
 		o = machine.OutcomeFailed
 	}
-	s.scratchProbe = machine.ProbeResult{At: n.clock(s.now), N: p.N, Healthy: pr.healthy} // see scratchResult
+	s.scratchProbe = machine.ProbeResult{At: s.clock(n), N: p.N, Healthy: pr.healthy} // see scratchResult
 	s.note(n, opIn, input(&s.scratchProbe))
 	s.deliver(n, p.Reply(channel.Outcome{Result: o}))
 }
