@@ -14,6 +14,7 @@ import (
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/memstore"
 	"github.com/courierlab/courier/worker"
 )
 
@@ -571,15 +572,19 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 
 // nodeStore is the store as one node's worker sees it: the shared store,
 // with its grants and renewals logged for the checker, and its refusals
-// of stale leases counted.
+// of stale leases counted. It holds the memstore itself, not a
+// store.Store: its calls of the store are then direct ones.
 type nodeStore struct {
-	store.Store
+	*memstore.Store
 	s *sim
 	n *node
 }
 
+var _ store.Store = (*nodeStore)(nil)
+
 func (ns *nodeStore) fenced(err error) error {
-	if errors.Is(err, store.ErrStaleLease) {
+	// errors.Is is a call, even for the nil of nearly every store call.
+	if err != nil && errors.Is(err, store.ErrStaleLease) {
 		ns.s.stats.FencedWrites++
 	}
 	return err
