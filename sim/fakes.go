@@ -48,7 +48,16 @@ const (
 // from a past run (empty, if not nil). A poison or stubborn ID that is not
 // one of ids is never delivered, so it is left out.
 func newReceiver(cfg Receiver, ids []string, streams int, events []recvEvent, order []string) *receiver {
-	r := &receiver{cfg: cfg, ids: ids, events: events, order: order, lastSeq: make([]uint64, max(streams, 1))}
+	r := &receiver{order: order}
+	r.reset(cfg, ids, streams, events)
+	return r
+}
+
+// reset makes r a new receiver, as newReceiver does, keeping the room
+// of its order and lastSeq for this run.
+func (r *receiver) reset(cfg Receiver, ids []string, streams int, events []recvEvent) {
+	clear(r.order) // IDs of a past run
+	*r = receiver{cfg: cfg, ids: ids, events: events, order: r.order[:0], lastSeq: zeroed(r.lastSeq, max(streams, 1))}
 	for _, id := range cfg.Poison {
 		if i, ok := eventOf(ids, id); ok {
 			r.events[i].poison = true
@@ -59,7 +68,6 @@ func newReceiver(cfg Receiver, ids []string, streams int, events []recvEvent, or
 			r.events[i].stubborn = s.Failures
 		}
 	}
-	return r
 }
 
 // eventOf is the index in ids of id, if it is one of them: ids[i] is

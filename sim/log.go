@@ -39,7 +39,9 @@ type buffers struct {
 	probes     arena[probing]
 	ids        []string // EventID(i) at i, kept across runs (eventIDs)
 	enc        []byte   // the trace's encoding not yet hashed (sim.enc)
-	order      []string // what the receiver applied, in order (receiver.order)
+	receiver   receiver // the fake receiver, its slices kept (receiver.reset)
+	nodes      []node   // the run's nodes, which sim.nodes points to
+	nodeRefs   []*node  // sim.nodes
 	// By event index, as result counts them: sends, and the store's
 	// final records.
 	sends []int
@@ -130,8 +132,8 @@ func (b *buffers) release(s *sim) {
 	if b.enc = s.enc[:0]; cap(b.enc) > 2*(traceFlushBytes+256) {
 		b.enc = nil
 	}
-	clear(s.recv.order) // the workload's IDs, but a later run may have others
-	b.order = s.recv.order[:0]
+	clear(b.nodes) // the nodes' workers, stores and names
+	clear(b.nodeRefs)
 	// Whatever else the run points to (its store, its nodes, its world)
 	// is not kept alive in the pool.
 	*s = sim{}

@@ -106,15 +106,21 @@ func (s *sim) initNodes() {
 	c := s.cfg
 	// s.cfg, not c: a closure holding c would move it to the heap.
 	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
+	// The nodes live in the buffers, kept for later runs.
+	b := s.buf
+	b.nodes = zeroed(b.nodes, c.Workers)
+	b.nodeRefs = zeroed(b.nodeRefs, c.Workers)
+	s.nodes = b.nodeRefs
 	for i := range c.Workers {
-		n := &node{name: fmt.Sprintf("w%d", i+1), idx: i, inc: 1}
-		if s.w.Cluster.Workers == 0 {
-			n.name = "" // the single sender, as the checker knows it
-		}
+		n := &b.nodes[i]
+		n.idx, n.inc = i, 1
+		if s.w.Cluster.Workers > 0 {
+			n.name = fmt.Sprintf("w%d", i+1)
+		} // else "": the single sender, as the checker knows it
 		if i < len(c.Skews) {
 			n.skew = c.Skews[i]
 		}
-		s.nodes = append(s.nodes, n)
+		s.nodes[i] = n
 	}
 	byAt := func(a, b Pause) int { return cmp.Compare(a.At, b.At) }
 	s.pauses = slices.SortedStableFunc(slices.Values(c.Pauses), byAt)

@@ -228,7 +228,8 @@ func (s *sim) initStreams() {
 	s.log = &s.buf.log
 	s.acked, s.lastFlight = s.buf.acked, s.buf.lastFlight
 	s.ids = s.buf.eventIDs(w.Events)
-	s.recv = newReceiver(w.Receiver, s.ids, n, s.buf.recv, s.buf.order)
+	s.recv = &s.buf.receiver
+	s.recv.reset(w.Receiver, s.ids, n, s.buf.recv)
 	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
