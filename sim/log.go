@@ -44,8 +44,9 @@ type buffers struct {
 	nodeRefs   []*node  // sim.nodes
 	// By event index, as result counts them: sends, and the store's
 	// final records.
-	sends []int
-	final []*machine.Record
+	sends   []int
+	final   []*machine.Record
+	granted []uint64 // by stream (sim.granted)
 }
 
 // arena hands out values of a run that live until it ends (a send's

@@ -399,8 +399,16 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	for _, x := range sends {
 		s.stats.Sends++
-		e := s.observe(invariants.Sent, x.ID)
+		i := s.streamOf(x.ID)
+		e := s.observeIn(i)
+		e.Kind, e.ID = invariants.Sent, x.ID
 		e.Worker, e.Token, e.Seq, e.Attempt = n.name, x.Token, x.Seq, x.Attempt.Attempt
+		// A send under a token older than one granted before it in its
+		// stream's log is a zombie's: counted here, as the log is made,
+		// not by a pass over the logs (TestStatsAreTheLogs).
+		if x.Token < s.granted[i] {
+			s.stats.ZombieSends++
+		}
 		s.send(n, x)
 	}
 	for _, p := range probes {
@@ -602,7 +610,10 @@ func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Durati
 		s := ns.s
 		s.newestToken = max(s.newestToken, l.Token)
 		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
-		e := s.observeIn(s.streamIndex(l.Stream))
+		i := s.streamIndex(l.Stream)
+		s.granted[i] = max(s.granted[i], l.Token)
+		s.stats.LeaseGrants++
+		e := s.observeIn(i)
 		e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseGranted, ns.n.name, l.Token, l.Expires, owner
 	}
 	return ls, err

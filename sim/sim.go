@@ -112,6 +112,11 @@ type sim struct {
 	stalls []Pause // stalls not yet begun, by At
 	// newestToken is the newest lease token the store granted.
 	newestToken uint64
+	// granted is the newest token granted in each stream so far, and
+	// sends counts each event's sends, by index: what result reports is
+	// counted as the logs are made (perform, send, nodeStore.ClaimDue).
+	granted []uint64
+	sends   []int
 
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
@@ -227,6 +232,8 @@ func (s *sim) initStreams() {
 	s.runs = make([]invariants.Run, n)
 	s.log = &s.buf.log
 	s.acked, s.lastFlight = s.buf.acked, s.buf.lastFlight
+	s.buf.granted = zeroed(s.buf.granted, n)
+	s.granted, s.sends = s.buf.granted, s.buf.sends
 	s.ids = s.buf.eventIDs(w.Events)
 	s.recv = &s.buf.receiver
 	s.recv.reset(w.Receiver, s.ids, n, s.buf.recv)
@@ -506,6 +513,7 @@ func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
 	f := s.buf.flights.new()
 	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, event: s.eventIndex(x.ID)}
+	s.sends[f.event]++ // the event's Sent entries (result)
 	s.track(f)
 	attempt := x.Attempt.Attempt
 	s.q.scheduleAnswer(s.after(c.ClientTimeout), f, answerTimeout)
@@ -698,23 +706,8 @@ func (s *sim) result() Result {
 	st := s.stats
 	// By the event's index in the workload: every record and every send
 	// is of one of its events.
-	sends := s.buf.sends
+	sends := s.sends     // counted as they were logged (send), as ZombieSends and LeaseGrants
 	final := s.buf.final // in the store at the end
-	for _, run := range s.runs {
-		var newest uint64 // tokens are per stream
-		for i := range run.Entries {
-			switch e := &run.Entries[i]; e.Kind {
-			case invariants.Sent:
-				sends[s.eventIndex(e.ID)]++
-				if e.Token < newest {
-					st.ZombieSends++
-				}
-			case invariants.LeaseGranted:
-				newest = max(newest, e.Token)
-				st.LeaseGrants++
-			}
-		}
-	}
 	for _, run := range s.runs {
 		for j := range run.Final {
 			r := &run.Final[j]
