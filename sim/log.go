@@ -243,7 +243,11 @@ func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
 	if slab, ok := slabPool.get(); ok && cap(slab) >= len(l.entries) {
 		all = slab[:len(l.entries)] // every entry is overwritten below
 	} else {
-		all = make([]invariants.Entry, len(l.entries))
+		// A quarter more than this run needs: a sweep's runs differ in
+		// size, and a slab recycled a little too small for the next run
+		// is dropped for a new one.
+		n := len(l.entries)
+		all = make([]invariants.Entry, n, n+n/4)
 	}
 	next := make([]int, len(runs)) // where stream i's next entry goes
 	at := 0
