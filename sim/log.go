@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
 )
 
 // obsLog holds a run's observations, every stream's, in the order they
@@ -21,10 +23,13 @@ type obsLog struct {
 }
 
 // buffers are the memory a run uses only while it runs, reused by later
-// runs (bufferPool): the observation log, the event queue's heap, the
-// batch of observations a worker event makes, and the simulator's
-// per-event state.
+// runs (bufferPool): the simulator itself, the observation log, the event
+// queue's heap, the batch of observations a worker event makes, and the
+// simulator's per-event state.
 type buffers struct {
+	sim        sim // newSim overwrites it whole
+	sources    [nStreams]rand.PCG
+	rands      [nStreams]*rand.Rand // drawing from sources (streams)
 	log        obsLog
 	q          queue  // its slices only
 	acked      []bool // by event index
@@ -33,6 +38,15 @@ type buffers struct {
 	flights    arena[flight]
 	probes     arena[probing]
 	ids        []string // EventID(i) at i, kept across runs (eventIDs)
+	enc        []byte   // the trace's encoding not yet hashed (sim.enc)
+	receiver   receiver // the fake receiver, its slices kept (receiver.reset)
+	nodes      []node   // the run's nodes, which sim.nodes points to
+	nodeRefs   []*node  // sim.nodes
+	// By event index, as result counts them: sends, and the store's
+	// final records.
+	sends   []int
+	final   []*machine.Record
+	granted []uint64 // by stream (sim.granted)
 }
 
 // arena hands out values of a run that live until it ends (a send's
@@ -76,6 +90,11 @@ func getBuffers(streams, events, entries int) *buffers {
 	b.acked = zeroed(b.acked, events)
 	b.lastFlight = zeroed(b.lastFlight, events)
 	b.recv = zeroed(b.recv, events)
+	b.sends = zeroed(b.sends, events)
+	b.final = zeroed(b.final, events)
+	if cap(b.enc) < traceFlushBytes+256 {
+		b.enc = make([]byte, 0, traceFlushBytes+256)
+	}
 	l := &b.log
 	l.counts = append(l.counts[:0], make([]int, streams)...)
 	if l.entries == nil { // handed to the last run (cut): a recycled one will do
@@ -98,14 +117,27 @@ func zeroed[T any](s []T, n int) []T {
 }
 
 // release empties b, the buffers of s, and keeps them for a later run,
-// unless the log grew too large to keep.
+// unless the log grew too large to keep. It must be the last use of s,
+// which is b.sim: another run may take b at once.
 func (b *buffers) release(s *sim) {
 	l := &b.log
 	clear(l.entries) // drop what the entries point to: payloads, strings
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
-	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0]}
+	clear(s.q.wakes)
+	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0], wakes: s.q.wakes[:0]}
 	clear(b.lastFlight) // pointers to flights, which are reset below
+	clear(b.final)      // pointers to the result's records
+	// A line longer than the room left grows the encoding's buffer past
+	// its usual size: a later run starts from the usual size again.
+	if b.enc = s.enc[:0]; cap(b.enc) > 2*(traceFlushBytes+256) {
+		b.enc = nil
+	}
+	clear(b.nodes) // the nodes' workers, stores and names
+	clear(b.nodeRefs)
+	// Whatever else the run points to (its store, its nodes, its world)
+	// is not kept alive in the pool.
+	*s = sim{}
 	b.flights.reset()
 	b.probes.reset()
 	if cap(l.entries) <= poolMaxEntries {
@@ -161,8 +193,11 @@ var (
 // building one apart and then appending it zeroes and copies it twice.
 func (l *obsLog) next(i int, at time.Time) *invariants.Entry {
 	l.reserve(1)
-	l.entries = append(l.entries, invariants.Entry{})
-	e := &l.entries[len(l.entries)-1]
+	// Zeroed in place: an append of a zero Entry builds one and copies it.
+	n := len(l.entries)
+	l.entries = l.entries[:n+1]
+	e := &l.entries[n]
+	*e = invariants.Entry{}
 	e.At, e.Step = at, l.counts[i]
 	l.counts[i]++
 	l.streams = append(l.streams, int32(i))
@@ -208,7 +243,11 @@ func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
 	if slab, ok := slabPool.get(); ok && cap(slab) >= len(l.entries) {
 		all = slab[:len(l.entries)] // every entry is overwritten below
 	} else {
-		all = make([]invariants.Entry, len(l.entries))
+		// A quarter more than this run needs: a sweep's runs differ in
+		// size, and a slab recycled a little too small for the next run
+		// is dropped for a new one.
+		n := len(l.entries)
+		all = make([]invariants.Entry, n, n+n/4)
 	}
 	next := make([]int, len(runs)) // where stream i's next entry goes
 	at := 0

@@ -14,6 +14,7 @@ import (
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/memstore"
 	"github.com/courierlab/courier/worker"
 )
 
@@ -39,6 +40,7 @@ var bg = context.Background()
 // node is one worker process.
 type node struct {
 	name string // w1, w2, ...
+	idx  int    // its index in sim.nodes, and its wake's in queue.wakes
 	inc  int    // incarnation, from 1; a crash starts a new one
 	skew time.Duration
 	w    *worker.Worker // nil while down
@@ -76,13 +78,18 @@ func (n *node) owner() string {
 	return n.ownerName
 }
 
-// clock is the node's reading of the virtual clock, skew included.
-// Most nodes have none, and Time.Add is not free.
-func (n *node) clock(now time.Time) time.Time {
+// clock is node n's reading of the virtual clock, skew included. Most
+// nodes have none, and Time.Add is not free: a skewed reading is built
+// from its offset from Epoch as epochAdd builds now, the same value as
+// now.Add(skew) (TestClockIsNowAdd), unless the offset overflows.
+func (s *sim) clock(n *node) time.Time {
 	if n.skew == 0 {
-		return now
+		return s.now
 	}
-	return now.Add(n.skew)
+	if d := s.elapsed + n.skew; (d > s.elapsed) == (n.skew > 0) {
+		return epochAdd(d)
+	}
+	return s.now.Add(n.skew)
 }
 
 // workers is the cluster a world runs: World.Cluster, or the single
@@ -97,16 +104,23 @@ func workers(w World) Cluster {
 // initNodes makes the nodes and the allowances their faults need.
 func (s *sim) initNodes() {
 	c := s.cfg
-	s.store.SetUnavailable(func() bool { return s.inWindows(c.StoreOutages) })
+	// s.cfg, not c: a closure holding c would move it to the heap.
+	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
+	// The nodes live in the buffers, kept for later runs.
+	b := s.buf
+	b.nodes = zeroed(b.nodes, c.Workers)
+	b.nodeRefs = zeroed(b.nodeRefs, c.Workers)
+	s.nodes = b.nodeRefs
 	for i := range c.Workers {
-		n := &node{name: fmt.Sprintf("w%d", i+1), inc: 1}
-		if s.w.Cluster.Workers == 0 {
-			n.name = "" // the single sender, as the checker knows it
-		}
+		n := &b.nodes[i]
+		n.idx, n.inc = i, 1
+		if s.w.Cluster.Workers > 0 {
+			n.name = fmt.Sprintf("w%d", i+1)
+		} // else "": the single sender, as the checker knows it
 		if i < len(c.Skews) {
 			n.skew = c.Skews[i]
 		}
-		s.nodes = append(s.nodes, n)
+		s.nodes[i] = n
 	}
 	byAt := func(a, b Pause) int { return cmp.Compare(a.At, b.At) }
 	s.pauses = slices.SortedStableFunc(slices.Values(c.Pauses), byAt)
@@ -175,7 +189,7 @@ func (s *sim) boot(n *node) {
 		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
 	}
 	n.w = w
-	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
+	s.call(n, s.clock(n), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
 }
 
 // maxStreams is how many streams one worker owns at once.
@@ -220,12 +234,14 @@ func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
 		return Pause{}, false
 	}
 	for i, p := range *faults {
-		if s.now.Before(Epoch.Add(p.At)) {
+		// As offsets from Epoch: now.Before(Epoch.Add(p.At)), and
+		// now.Add(p.For).Sub(Epoch) (after), without Time's arithmetic.
+		if s.elapsed < p.At {
 			break
 		}
 		if p.Worker == Owner || s.nodes[p.Worker] == n {
 			*faults = slices.Delete(*faults, i, i+1)
-			return p, s.now.Add(p.For).Sub(Epoch) <= s.w.FaultsEnd
+			return p, s.after(p.For) <= s.w.FaultsEnd
 		}
 	}
 	return Pause{}, false
@@ -291,6 +307,8 @@ func (s *sim) happen(h *happening) {
 		s.offer(int(h.event), int(h.copy))
 	case doAckTimeout:
 		s.ackTimeout(int(h.event), int(h.copy))
+	case doNothing:
+		// A superseded wake: woken would find its number stale.
 	default:
 		panic(fmt.Sprintf("sim: seed %d: a happening of unknown kind %d", s.seed, h.what))
 	}
@@ -316,7 +334,7 @@ func (s *sim) woken(n *node, inc, token int) {
 // does. Its lease may have run out meanwhile: the store's fencing is all
 // that stands between it and a stale write.
 func (s *sim) advance(n *node) {
-	at := n.clock(s.now)
+	at := s.clock(n)
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
@@ -381,8 +399,16 @@ func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
 func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	for _, x := range sends {
 		s.stats.Sends++
-		e := s.observe(invariants.Sent, x.ID)
+		i := s.streamOf(x.ID)
+		e := s.observeIn(i)
+		e.Kind, e.ID = invariants.Sent, x.ID
 		e.Worker, e.Token, e.Seq, e.Attempt = n.name, x.Token, x.Seq, x.Attempt.Attempt
+		// A send under a token older than one granted before it in its
+		// stream's log is a zombie's: counted here, as the log is made,
+		// not by a pass over the logs (TestStatsAreTheLogs).
+		if x.Token < s.granted[i] {
+			s.stats.ZombieSends++
+		}
 		s.send(n, x)
 	}
 	for _, p := range probes {
@@ -393,7 +419,7 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 
 // deliver hands n's worker the outcome of one of its sends or probes.
 func (s *sim) deliver(n *node, r worker.Reply) {
-	s.call(n, n.clock(s.now), func(at time.Time) worker.Effects { return n.w.Deliver(bg, at, r) })
+	s.call(n, s.clock(n), func(at time.Time) worker.Effects { return n.w.Deliver(bg, at, r) })
 }
 
 // later schedules fn for node n at the instant at. When it comes, a node
@@ -443,6 +469,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	n.inc++
 	n.wake++
 	n.waking = false
+	s.q.supersede(n.idx) // its pending wake, now stale
 	n.frozenUntil, n.stalled = time.Time{}, false
 	s.q.schedule(s.now.Add(down), func() {
 		n.down = false
@@ -559,15 +586,19 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 
 // nodeStore is the store as one node's worker sees it: the shared store,
 // with its grants and renewals logged for the checker, and its refusals
-// of stale leases counted.
+// of stale leases counted. It holds the memstore itself, not a
+// store.Store: its calls of the store are then direct ones.
 type nodeStore struct {
-	store.Store
+	*memstore.Store
 	s *sim
 	n *node
 }
 
+var _ store.Store = (*nodeStore)(nil)
+
 func (ns *nodeStore) fenced(err error) error {
-	if errors.Is(err, store.ErrStaleLease) {
+	// errors.Is is a call, even for the nil of nearly every store call.
+	if err != nil && errors.Is(err, store.ErrStaleLease) {
 		ns.s.stats.FencedWrites++
 	}
 	return err
@@ -579,7 +610,10 @@ func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Durati
 		s := ns.s
 		s.newestToken = max(s.newestToken, l.Token)
 		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
-		e := s.observeIn(s.streamIndex(l.Stream))
+		i := s.streamIndex(l.Stream)
+		s.granted[i] = max(s.granted[i], l.Token)
+		s.stats.LeaseGrants++
+		e := s.observeIn(i)
 		e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseGranted, ns.n.name, l.Token, l.Expires, owner
 	}
 	return ls, err

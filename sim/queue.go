@@ -43,6 +43,7 @@ const (
 	doProbeAnswer             // a probe's answer reaches node n
 	doOffer                   // the producer offers an event
 	doAckTimeout              // the producer's wait for an offer's acknowledgement ends
+	doNothing                 // a superseded wake (queue.supersede)
 )
 
 // at is the happening's instant. Every instant of a run is Epoch plus a
@@ -107,30 +108,118 @@ type queue struct {
 	// chores (a worker's periodic poll): a run with only chores left has
 	// nothing more to happen unless there is still work in the store.
 	foreground int
+
+	// wakes are the nodes' pending Advances, at most one a node, by the
+	// node's index, kept out of the heap: most of a run's happenings are
+	// wakes, and a node's one pending wake is found by a scan of a few
+	// nodes instead of a push and a pop of the heap. A wake superseded
+	// (by an earlier one, or a crash) still happens, doing nothing, as it
+	// did when every wake was in the heap: it moves the clock and counts
+	// as pending. It goes into the heap then (supersede), at its instant
+	// and with its scheduling order (seq), so the order is unchanged.
+	wakes     []wakeTimer
+	wakeFirst int // 1 + the index in wakes of the earliest pending; 0 if none
+	nwakes    int // pending in wakes
+	// woke is the wake, or superseded wake, next returned last.
+	woke happening
 }
 
-func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt }
+// wakeTimer is one node's wake, pending if pending: its instant and
+// scheduling order, and what its happening holds. Its node is set once.
+type wakeTimer struct {
+	slot      // key and seq; slot is not used
+	n         *node
+	inc, wake int32
+	pending   bool
+}
+
+func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt + q.nwakes }
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
-	q.push(happening{key: key(at), do: do})
+	q.add(key(at)).do = do
 }
 
 // scheduleChore schedules a background chore; see queue.foreground.
 func (q *queue) scheduleChore(at time.Time, do func()) {
-	q.push(happening{key: key(at), do: do, background: true})
+	h := q.add(key(at))
+	h.do, h.background = do, true
 }
 
 // scheduleFor schedules do for incarnation inc of node n.
 func (q *queue) scheduleFor(at time.Time, n *node, inc int, do func()) {
 	q.foreground++
-	q.push(happening{key: key(at), what: doForNode, do: do, n: n, inc: int32(inc)})
+	h := q.add(key(at))
+	h.what, h.do, h.n, h.inc = doForNode, do, n, int32(inc)
 }
 
 // scheduleWake schedules node n's next Advance, a background chore, as
-// its wake number wake of incarnation inc.
+// its wake number wake of incarnation inc. A wake of n still pending is
+// superseded.
 func (q *queue) scheduleWake(at time.Duration, n *node, inc, wake int) {
-	q.push(happening{key: int64(at), what: doWake, n: n, inc: int32(inc), wake: int32(wake), background: true})
+	for len(q.wakes) <= n.idx {
+		q.wakes = append(q.wakes, wakeTimer{})
+	}
+	w := &q.wakes[n.idx]
+	if w.pending {
+		q.supersede(n.idx)
+	}
+	q.seq++
+	w.key, w.seq, w.inc, w.wake, w.pending = int64(at), q.seq, int32(inc), int32(wake), true
+	if w.n != n {
+		w.n = n // once a run, or after a test's queue took another node
+	}
+	q.nwakes++
+	// The newest wake goes first only if strictly earlier: at the same
+	// instant, the one scheduled first does.
+	if q.wakeFirst == 0 || w.key < q.wakes[q.wakeFirst-1].key {
+		q.wakeFirst = n.idx + 1
+	}
+}
+
+// supersede moves node i's pending wake, if it has one, into the heap,
+// where it happens as every happening does, at its instant and in its
+// scheduling order: the node no longer takes it for its own (woken).
+func (q *queue) supersede(i int) {
+	if i >= len(q.wakes) || !q.wakes[i].pending {
+		return
+	}
+	w := &q.wakes[i]
+	w.pending = false
+	q.nwakes--
+	// It needs no payload: whatever it was, it now does nothing.
+	q.up(slot{key: w.key, seq: w.seq, slot: superseded})
+	q.findFirstWake()
+}
+
+// superseded is the place in payloads of a superseded wake: none.
+const superseded = -1
+
+// findFirstWake finds the earliest pending wake.
+func (q *queue) findFirstWake() {
+	q.wakeFirst = 0
+	for i := range q.wakes {
+		w := &q.wakes[i]
+		if w.pending && (q.wakeFirst == 0 || w.before(&q.wakes[q.wakeFirst-1].slot)) {
+			q.wakeFirst = i + 1
+		}
+	}
+}
+
+// takeWake removes the earliest pending wake and returns its happening,
+// which stays as it is until the following next.
+func (q *queue) takeWake() *happening {
+	w := &q.wakes[q.wakeFirst-1]
+	w.pending = false
+	q.nwakes--
+	h := &q.woke
+	h.key, h.what, h.background = w.key, doWake, true
+	h.inc, h.wake = w.inc, w.wake
+	if h.n != w.n {
+		h.n = w.n
+	}
+	q.findFirstWake()
+	return h
 }
 
 // The schedulers of the channel's and the producer's happenings take
@@ -140,33 +229,37 @@ func (q *queue) scheduleWake(at time.Duration, n *node, inc, wake int) {
 // scheduleArrival schedules flight f's arrival at the receiver.
 func (q *queue) scheduleArrival(at time.Duration, f *flight) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: doArrive, f: f})
+	h := q.add(int64(at))
+	h.what, h.f = doArrive, f
 }
 
 // scheduleAnswer schedules one of flight f's answers to its node.
 func (q *queue) scheduleAnswer(at time.Duration, f *flight, which uint8) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: doAnswer, n: f.n, inc: int32(f.n.inc), f: f, answer: which})
+	h := q.add(int64(at))
+	h.what, h.n, h.inc, h.f, h.answer = doAnswer, f.n, int32(f.n.inc), f, which
 }
 
 // scheduleProbeAnswer schedules the answer to probe pr.
 func (q *queue) scheduleProbeAnswer(at time.Duration, pr *probing) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: doProbeAnswer, n: pr.n, inc: int32(pr.n.inc), probe: pr})
+	h := q.add(int64(at))
+	h.what, h.n, h.inc, h.probe = doProbeAnswer, pr.n, int32(pr.n.inc), pr
 }
 
 // scheduleOffer schedules what (doOffer or doAckTimeout) for offer copy
 // of the workload's event i.
 func (q *queue) scheduleOffer(at time.Duration, what what, i, copy int) {
 	q.foreground++
-	q.push(happening{key: int64(at), what: what, event: int32(i), copy: int32(copy)})
+	h := q.add(int64(at))
+	h.what, h.event, h.copy = what, int32(i), int32(copy)
 }
 
 // postpone schedules node happening h again, at at.
 func (q *queue) postpone(at time.Time, h happening) {
 	q.foreground++
 	h.key = key(at)
-	q.push(h)
+	*q.add(h.key) = h
 }
 
 func key(at time.Time) int64 { return int64(sinceEpoch(at)) }
@@ -182,22 +275,28 @@ func sinceEpoch(t time.Time) time.Duration {
 	return t.Sub(Epoch) // saturated, as Sub does, for a zero or far instant
 }
 
-func (q *queue) push(x happening) {
+// add schedules a happening at key and returns it, zero but for its key,
+// for the caller to fill in at once: one built apart and passed by value
+// was zeroed and copied three times on its way into payloads. The pointer
+// is good until the next add, which may move payloads.
+func (q *queue) add(key int64) *happening {
 	var at int32
 	if n := len(q.free); n > 0 {
 		at = q.free[n-1]
 		q.free = q.free[:n-1]
-		q.payloads[at] = x
 	} else {
 		at = int32(len(q.payloads))
-		q.payloads = append(q.payloads, x)
+		q.payloads = append(q.payloads, happening{})
 	}
+	h := &q.payloads[at]
+	*h = happening{key: key}
 	q.seq++
-	if n := len(q.run); n == q.runAt || x.key >= q.run[n-1].key {
-		q.run = append(q.run, slot{key: x.key, seq: q.seq, slot: at})
-		return
+	if n := len(q.run); n == q.runAt || key >= q.run[n-1].key {
+		q.run = append(q.run, slot{key: key, seq: q.seq, slot: at})
+	} else {
+		q.up(slot{key: key, seq: q.seq, slot: at})
 	}
-	q.up(slot{key: x.key, seq: q.seq, slot: at})
+	return h
 }
 
 // up adds s to the heap: a hole climbs from the end while s goes before
@@ -229,28 +328,38 @@ func (q *queue) next() *happening {
 		// Its pointers are not dropped: the place is overwritten when it
 		// is reused, and the run's end clears the slab (buffers.release).
 		q.free = append(q.free, q.held-1)
+		q.held = 0
 	}
-	top := q.first()
+	// The earliest of the run's first, the heap's and the first wake.
+	var first *slot
+	fromRun := q.runAt < len(q.run) && (len(q.heap) == 0 || q.run[q.runAt].before(&q.heap[0]))
+	if fromRun {
+		first = &q.run[q.runAt]
+	} else if len(q.heap) > 0 {
+		first = &q.heap[0]
+	}
+	if q.wakeFirst > 0 && (first == nil || q.wakes[q.wakeFirst-1].before(first)) {
+		return q.takeWake() // a background chore
+	}
+	var top int32
+	key := first.key
+	if fromRun {
+		top = first.slot
+		q.runAt++
+		q.trimRun()
+	} else {
+		top = q.down()
+	}
+	if top == superseded {
+		q.woke = happening{key: key, what: doNothing, background: true}
+		return &q.woke
+	}
 	q.held = top + 1
 	x := &q.payloads[top]
 	if !x.background {
 		q.foreground--
 	}
 	return x
-}
-
-// first removes the earliest slot, the run's first or the heap's, and
-// returns its place in payloads.
-func (q *queue) first() int32 {
-	if q.runAt < len(q.run) {
-		r := q.run[q.runAt]
-		if len(q.heap) == 0 || r.before(&q.heap[0]) {
-			q.runAt++
-			q.trimRun()
-			return r.slot
-		}
-	}
-	return q.down()
 }
 
 // trimRun empties the run once it is all taken, or moves what is left to
@@ -302,9 +411,47 @@ func (q *queue) down() int32 {
 // derived from the root seed and the part's name, so that adding draws in
 // one fake does not shift the draws of another.
 func stream(seed uint64, name string) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, streamKey(name)))
+}
+
+// streamKey is the part of a stream's seed its name makes.
+func streamKey(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
+	return h.Sum64()
+}
+
+// The streams of a run: the parts of the world that draw.
+const (
+	streamProducer = iota
+	streamChannel
+	streamRestart
+	streamLease
+	nStreams
+)
+
+var (
+	streamNames = [nStreams]string{"producer", "channel", "restart", "lease"}
+	streamKeys  [nStreams]uint64 // streamKey of each name, made once
+)
+
+func init() {
+	for i, name := range streamNames {
+		streamKeys[i] = streamKey(name)
+	}
+}
+
+// streams returns a run's streams, by streamProducer and the others: the
+// generators stream(seed, name) returns, reseeded in the buffers' own
+// rather than made anew (TestReusedStreamsAreStream).
+func (b *buffers) streams(seed uint64) *[nStreams]*rand.Rand {
+	for i := range b.rands {
+		if b.rands[i] == nil {
+			b.rands[i] = rand.New(&b.sources[i])
+		}
+		b.sources[i].Seed(seed, streamKeys[i])
+	}
+	return &b.rands
 }
 
 // between draws uniformly in [lo, hi].

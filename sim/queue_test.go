@@ -410,3 +410,130 @@ func TestStreamIndexIsStreamName(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueWakesAgainstSort holds the queue with nodes' wakes, kept apart
+// from the heap, to the plain order: every happening ever scheduled, wakes
+// superseded by a later wake of their node or by a crash included, pops in
+// (instant, scheduling order), found by a scan, and Len counts them all.
+func TestQueueWakesAgainstSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var q queue
+	nodes := []*node{{idx: 0}, {idx: 1}, {idx: 2}}
+	type pend struct {
+		key      int64
+		seq      int
+		node     *node // a wake's; nil for an offer
+		wake, id int
+	}
+	var want []pend
+	// stale marks node n's wakes superseded: they pop doing nothing.
+	stale := func(n *node) {
+		for i := range want {
+			if want[i].node == n {
+				want[i].node, want[i].wake = nil, -1
+			}
+		}
+	}
+	seq, wakes := 0, 0
+	var now int64
+	for step := range 200_000 {
+		k := now + r.Int64N(40) // few instants: many ties
+		switch op := r.IntN(8); {
+		case op < 2 && len(want) < 60:
+			seq++
+			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
+			want = append(want, pend{key: k, seq: seq, id: seq})
+			continue
+		case op < 4 && len(want) < 60:
+			seq++
+			wakes++
+			n := nodes[r.IntN(len(nodes))]
+			stale(n)
+			q.scheduleWake(time.Duration(k), n, 1, wakes)
+			want = append(want, pend{key: k, seq: seq, node: n, wake: wakes})
+			continue
+		case op == 4:
+			i := r.IntN(len(nodes))
+			stale(nodes[i])
+			q.supersede(i) // a crash: the wake stays pending, stale
+			continue
+		}
+		if q.Len() != len(want) {
+			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(want))
+		}
+		if len(want) == 0 {
+			continue
+		}
+		first := 0
+		for i, p := range want {
+			if p.key < want[first].key || p.key == want[first].key && p.seq < want[first].seq {
+				first = i
+			}
+		}
+		popped := want[first]
+		want = slices.Delete(want, first, first+1)
+		got := q.next()
+		now = got.key
+		switch {
+		case got.key != popped.key:
+			t.Fatalf("step %d: popped instant %d, want %d", step, got.key, popped.key)
+		case popped.wake == -1 && (got.what != doNothing || !got.background):
+			t.Fatalf("step %d: popped %v, want a superseded wake", step, got.what)
+		case popped.wake == -1:
+		case popped.node == nil && (got.what != doOffer || int(got.event) != popped.id):
+			t.Fatalf("step %d: popped %v event %d, want offer %d", step, got.what, got.event, popped.id)
+		case popped.node != nil && (got.what != doWake || got.n != popped.node || int(got.wake) != popped.wake || !got.background):
+			t.Fatalf("step %d: popped %v wake %d, want wake %d of node %d", step, got.what, got.wake, popped.wake, popped.node.idx)
+		}
+	}
+}
+
+// TestReusedStreamsAreStream holds the streams a run takes from its
+// buffers, reseeded after a past run drew from them, to the generators
+// stream makes anew: the same draws, stream by stream.
+func TestReusedStreamsAreStream(t *testing.T) {
+	var b buffers
+	for seed := range uint64(20) {
+		r := b.streams(seed)
+		for i, name := range streamNames {
+			if got, want := drawsFrom(r[i], 8), draws(seed, name, 8); !slices.Equal(got, want) {
+				t.Errorf("seed %d, stream %q: reused draws %v, want %v", seed, name, got, want)
+			}
+			drawsFrom(r[i], int(seed)) // a past run's draws, left behind
+		}
+	}
+}
+
+func drawsFrom(r *rand.Rand, n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = r.Uint64()
+	}
+	return out
+}
+
+// TestClockIsNowAdd holds sim.clock to what it replaces, now.Add(skew),
+// for now near Epoch and far from it, and skews from none to overflowing.
+func TestClockIsNowAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	edges := []time.Duration{0, 1, -1, time.Second, -time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
+		math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, -time.Hour}
+	pick := func() time.Duration {
+		switch r.IntN(4) {
+		case 0:
+			return edges[r.IntN(len(edges))]
+		case 1:
+			return time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour
+		case 2:
+			return math.MaxInt64 - time.Duration(r.Int64N(int64(time.Hour)))
+		}
+		return time.Duration(r.Uint64())
+	}
+	for range 200_000 {
+		elapsed, skew := pick(), pick()
+		s := &sim{now: epochAdd(elapsed), elapsed: elapsed}
+		if got, want := s.clock(&node{skew: skew}), s.now.Add(skew); got != want {
+			t.Fatalf("clock with skew %d at %d = %#v, want %#v", skew, elapsed, got, want)
+		}
+	}
+}

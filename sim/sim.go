@@ -87,7 +87,9 @@ func Run(world World, seed uint64, opt Options) (Result, error) {
 	if err := s.simulate(); err != nil {
 		return Result{}, err
 	}
-	return s.result(), nil
+	res := s.result()
+	s.buf.release(s) // the last use of s, which a later run reuses
+	return res, nil
 }
 
 type sim struct {
@@ -110,6 +112,11 @@ type sim struct {
 	stalls []Pause // stalls not yet begun, by At
 	// newestToken is the newest lease token the store granted.
 	newestToken uint64
+	// granted is the newest token granted in each stream so far, and
+	// sends counts each event's sends, by index: what result reports is
+	// counted as the logs are made (perform, send, nodeStore.ClaimDue).
+	granted []uint64
+	sends   []int
 
 	// Streams, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
@@ -149,7 +156,7 @@ type sim struct {
 	log           *obsLog            // in buf
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
 	trace         []string           // the text of every line, with Options.Trace
-	hash          *xxhash.Digest     // of the encoded lines (trace.go)
+	hash          xxhash.Digest      // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
 	stats         Stats
 }
@@ -164,19 +171,28 @@ type attemptKey struct {
 	attempt int
 }
 
+// newSim returns the simulator of a run, in buffers a past run may have
+// used: until Run releases them, they are this run's alone.
 func newSim(w World, seed uint64, opt Options) *sim {
-	s := &sim{
+	// About ten entries per event (persist, ack, persist the attempt,
+	// send, apply, reply, persist the outcome; faults, parking and lease
+	// renewals add some): a long run then seldom grows its log.
+	b := getBuffers(max(w.Streams, 1), w.Events, 10*w.Events+64)
+	r := b.streams(seed)
+	s := &b.sim
+	*s = sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
 		cfg:       workers(w),
-		rProducer: stream(seed, "producer"),
-		rChannel:  stream(seed, "channel"),
-		rRestart:  stream(seed, "restart"),
-		rLease:    stream(seed, "lease"),
+		rProducer: r[streamProducer],
+		rChannel:  r[streamChannel],
+		rRestart:  r[streamRestart],
+		rLease:    r[streamLease],
 		settledAt: -1,
 		statesAt:  -1,
-		hash:      xxhash.New(),
-		enc:       make([]byte, 0, traceFlushBytes+256),
+		buf:       b,
+		enc:       b.enc,
 	}
+	s.hash.Reset()
 	s.store = memstore.New(func() time.Time { return s.now })
 	s.initStreams()
 	s.initNodes()
@@ -214,14 +230,13 @@ func (s *sim) initStreams() {
 	n := max(w.Streams, 1)
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
-	// About ten entries per event (persist, ack, persist the attempt,
-	// send, apply, reply, persist the outcome; faults, parking and lease
-	// renewals add some): a long run then seldom grows its log.
-	s.buf = getBuffers(n, w.Events, 10*w.Events+64)
 	s.log = &s.buf.log
 	s.acked, s.lastFlight = s.buf.acked, s.buf.lastFlight
+	s.buf.granted = zeroed(s.buf.granted, n)
+	s.granted, s.sends = s.buf.granted, s.buf.sends
 	s.ids = s.buf.eventIDs(w.Events)
-	s.recv = newReceiver(w.Receiver, s.ids, n, s.buf.recv)
+	s.recv = &s.buf.receiver
+	s.recv.reset(w.Receiver, s.ids, n, s.buf.recv)
 	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
@@ -498,6 +513,7 @@ func (s *sim) send(n *node, x worker.Send) {
 	c := s.w.Channel
 	f := s.buf.flights.new()
 	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, event: s.eventIndex(x.ID)}
+	s.sends[f.event]++ // the event's Sent entries (result)
 	s.track(f)
 	attempt := x.Attempt.Attempt
 	s.q.scheduleAnswer(s.after(c.ClientTimeout), f, answerTimeout)
@@ -632,7 +648,7 @@ func (s *sim) answer(f *flight, which uint8) {
 	}
 	// Noted through a pointer to the sim's own scratch: a Result boxed as
 	// an Input would be an allocation per answer.
-	s.scratchResult = machine.Result{At: n.clock(s.now), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
+	s.scratchResult = machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
 	s.note(n, opIn, input(&s.scratchResult))
 	s.deliver(n, reply(x, outcome, retryAfter))
 }
@@ -681,7 +697,7 @@ func (s *sim) probeAnswer(pr *probing) {
 	if !pr.healthy {
 		o = machine.OutcomeFailed
 	}
-	s.scratchProbe = machine.ProbeResult{At: n.clock(s.now), N: p.N, Healthy: pr.healthy} // see scratchResult
+	s.scratchProbe = machine.ProbeResult{At: s.clock(n), N: p.N, Healthy: pr.healthy} // see scratchResult
 	s.note(n, opIn, input(&s.scratchProbe))
 	s.deliver(n, p.Reply(channel.Outcome{Result: o}))
 }
@@ -690,23 +706,8 @@ func (s *sim) result() Result {
 	st := s.stats
 	// By the event's index in the workload: every record and every send
 	// is of one of its events.
-	sends := make([]int, len(s.ids))
-	final := make([]*machine.Record, len(s.ids)) // in the store at the end
-	for _, run := range s.runs {
-		var newest uint64 // tokens are per stream
-		for i := range run.Entries {
-			switch e := &run.Entries[i]; e.Kind {
-			case invariants.Sent:
-				sends[s.eventIndex(e.ID)]++
-				if e.Token < newest {
-					st.ZombieSends++
-				}
-			case invariants.LeaseGranted:
-				newest = max(newest, e.Token)
-				st.LeaseGrants++
-			}
-		}
-	}
+	sends := s.sends     // counted as they were logged (send), as ZombieSends and LeaseGrants
+	final := s.buf.final // in the store at the end
 	for _, run := range s.runs {
 		for j := range run.Final {
 			r := &run.Final[j]
@@ -750,9 +751,6 @@ func (s *sim) result() Result {
 		Stats:      st,
 		slab:       s.slab,
 	}
-	s.buf.release(s)
-	s.buf, s.log, s.acked, s.lastFlight, s.recv = nil, nil, nil, nil, nil
-	s.q = queue{}
 	return res
 }
 

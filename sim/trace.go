@@ -183,7 +183,18 @@ func (s *sim) note(n *node, o op, args ...arg) {
 	name := nodeName(n)
 	b := s.lineHead(o, name)
 	for i := range args {
-		b = appendArg(b, &args[i])
+		// The commonest kinds here, as appendArg encodes them, without
+		// its call: most lines have two to four arguments.
+		switch a := &args[i]; a.k {
+		case kStr:
+			b = appendString(append(b, byte(kStr)), a.s)
+		case kInt:
+			b = appendVarint(append(b, byte(kInt)), int64(a.n))
+		case kUint:
+			b = appendUvarint(append(b, byte(kUint)), a.n)
+		default:
+			b = appendArg(b, a)
+		}
 	}
 	s.lineDone(b)
 	if s.opt.Trace {
@@ -218,6 +229,9 @@ func nodeName(n *node) string {
 func (s *sim) lineHead(o op, name string) []byte {
 	b := append(s.enc, byte(o))
 	b = appendVarint(b, int64(s.elapsed))
+	if name == "" { // every line of a single sender's run, and the world's
+		return append(b, 0) // appendString's, without a copy of nothing
+	}
 	return appendString(b, name)
 }
 

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/courierlab/courier/machine"
 )
 
@@ -73,8 +71,9 @@ func randomInstant(r *rand.Rand) time.Time {
 
 func TestNoteRecordMatchesNote(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	quick := &sim{hash: xxhash.New()}
-	plain := &sim{hash: xxhash.New()}
+	quick, plain := &sim{}, &sim{}
+	quick.hash.Reset()
+	plain.hash.Reset()
 	var want []byte
 	for i := range 20000 {
 		rec := machine.Record{
@@ -108,5 +107,44 @@ func TestNoteRecordMatchesNote(t *testing.T) {
 	}
 	if q, p := quick.traceHash(), plain.traceHash(); q != p {
 		t.Errorf("hashes differ: noteRecord %s, note %s", q, p)
+	}
+}
+
+// TestNoteIsAppendArg holds note, which encodes the commonest argument
+// kinds itself, to appendArg's encoding of every argument, on lines of
+// random arguments of every kind but records and inputs (which note
+// leaves to appendArg).
+func TestNoteIsAppendArg(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	s := &sim{}
+	s.hash.Reset()
+	for i := range 20000 {
+		args := make([]arg, r.IntN(5))
+		for j := range args {
+			n := r.Uint64() >> r.IntN(64)
+			switch r.IntN(5) {
+			case 0:
+				args[j] = str(strings.Repeat("x", r.IntN(200)))
+			case 1:
+				args[j] = num(int(n))
+			case 2:
+				args[j] = unum(n)
+			case 3:
+				args[j] = dur(time.Duration(n))
+			case 4:
+				args[j] = instant(randomInstant(r))
+			}
+		}
+		s.elapsed = time.Duration(r.Int64() >> r.IntN(64))
+		s.enc = s.enc[:0]
+		s.note(nil, opOffer, args...)
+		plain := &sim{elapsed: s.elapsed}
+		want := plain.lineHead(opOffer, "")
+		for j := range args {
+			want = appendArg(want, &args[j])
+		}
+		if !bytes.Equal(s.enc, want) {
+			t.Fatalf("line %d: note encoded %x, want %x", i, s.enc, want)
+		}
 	}
 }
