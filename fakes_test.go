@@ -46,7 +46,7 @@ func (r *recorder) observer(owner string) worker.Observer {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, e := range observe.Worker(nil, owner, ev) {
+		for _, e := range observe.Worker(nil, owner, &ev) {
 			r.addLocked(ev.Stream, e)
 		}
 	})

@@ -522,7 +522,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	l := s.log
 	from := len(l.entries)
 	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
-	l.entries = observe.Worker(l.entries, n.name, *ev)
+	l.entries = observe.Worker(l.entries, n.name, ev)
 	l.stamp(s.streamIndex(ev.Stream), from, s.now)
 }
 

@@ -101,7 +101,7 @@ func (r *recorder) observer(owner string) worker.Observer {
 			r.releaseLocked(ev.At)
 			return
 		}
-		for _, e := range observe.Worker(nil, owner, ev) {
+		for _, e := range observe.Worker(nil, owner, &ev) {
 			r.addLocked(e)
 		}
 	})
