@@ -21,7 +21,8 @@ import (
 type Config struct {
 	// Worker is the worker's identity, store, policy and lease timing. Its
 	// Observer, if set, sees every event after the Service's own logs and
-	// metrics.
+	// metrics; an event's Records are valid only during its Observe call
+	// (see worker.Event).
 	Worker worker.Config
 	// Channel carries the attempts and probes.
 	Channel channel.Channel
