@@ -50,15 +50,29 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
-// takeEntry is newEntry, reusing an entry compact dropped if there is one.
+// entryBlock is how many entries takeEntry carves from one allocation.
+// A block is 2 KiB, a size class of its own, so the entries in it take no
+// more room than as many separate 128-byte allocations.
+const entryBlock = 16
+
+// takeEntry is newEntry, reusing an entry compact dropped if there is
+// one, or else carving it from a block: one allocation per entryBlock new
+// entries, not one each. An entry never leaves its machine's structures
+// but for the free list, so a block lives no longer than the machine's
+// entries in it, and a machine wastes at most one block's tail.
 func (m *Machine) takeEntry(r Record) *entry {
-	n := len(m.free)
-	if n == 0 {
-		return newEntry(r)
+	var e *entry
+	if n := len(m.free); n > 0 {
+		e = m.free[n-1]
+		m.free[n-1] = nil
+		m.free = m.free[:n-1]
+	} else {
+		if len(m.entries) == 0 {
+			m.entries = make([]entry, entryBlock)
+		}
+		e = &m.entries[0]
+		m.entries = m.entries[1:]
 	}
-	e := m.free[n-1]
-	m.free[n-1] = nil
-	m.free = m.free[:n-1]
 	*e = entry{rec: r, ti: -1, xi: -1}
 	return e
 }
@@ -111,11 +125,13 @@ type Machine struct {
 	probeFails int       // consecutive failed probes while open
 	probeNext  time.Time // next probe while open and none is out
 
-	stats Stats
-	out   Batch
-	dirty []*entry
-	free  []*entry // forgotten entries compact dropped, for takeEntry to reuse
-	block []Record // what is left of persistRoom's block, never handed out yet
+	stats   Stats
+	out     Batch
+	dirty   []*entry
+	free    []*entry // forgotten entries compact dropped, for takeEntry to reuse
+	entries []entry  // what is left of takeEntry's block, never used yet
+	block   []Record // what is left of persistRoom's block, never handed out yet
+	bytes   []byte   // what is left of clonePayload's block, never handed out yet
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
 }
@@ -339,7 +355,7 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	e = m.takeEntry(Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
-		Payload:    clonePayload(in.Payload),
+		Payload:    m.clonePayload(in.Payload),
 		AcceptedAt: in.At,
 		State:      state,
 		NextAt:     in.At,
@@ -353,13 +369,32 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq})
 }
 
-// clonePayload is slices.Clone (nil stays nil, empty stays empty) without
-// its append, whose growth logic costs more than the copy of a payload.
-func clonePayload(p []byte) []byte {
-	if p == nil {
+// payloadBlock is how many bytes clonePayload carves small payloads
+// from; a payload over payloadBlock/8 bytes gets an allocation of its own.
+const payloadBlock = 512
+
+// clonePayload is slices.Clone (nil stays nil, empty stays empty), with a
+// small payload carved from a shared block instead of allocated alone: an
+// accepted event then costs no allocation of its own for its payload. No
+// one writes to a payload once accepted (see Record), and each is capped
+// at its own length, so that an append to one cannot reach the next. A
+// payload that lives on keeps its block alive: no more than payloadBlock
+// bytes for one payload of at most payloadBlock/8.
+func (m *Machine) clonePayload(p []byte) []byte {
+	n := len(p)
+	switch {
+	case p == nil:
 		return nil
+	case n == 0 || n > payloadBlock/8:
+		c := make([]byte, n)
+		copy(c, p)
+		return c
 	}
-	c := make([]byte, len(p))
+	if len(m.bytes) < n {
+		m.bytes = make([]byte, payloadBlock)
+	}
+	c := m.bytes[:n:n]
+	m.bytes = m.bytes[n:]
 	copy(c, p)
 	return c
 }
@@ -373,7 +408,7 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 		return
 	}
 	r := in.Record
-	r.Payload = clonePayload(r.Payload)
+	r.Payload = m.clonePayload(r.Payload)
 	e = m.takeEntry(r)
 	e.adopted = true
 	m.byID.putHashed(e, h)
