@@ -112,6 +112,11 @@ type Machine struct {
 	expiry  heap // waiting, by deadline
 	scratch []*entry
 
+	// The deadline of the expiry heap's top as expiryDeadline last
+	// computed it, and the Seq of the record it is for.
+	topSeq      uint64
+	topDeadline time.Time
+
 	// The idempotency window: settled entries, oldest first, and the
 	// instant each settled (kept only with KeepSettledFor, the one reader).
 	settled   ring[*entry]
@@ -582,7 +587,7 @@ func (m *Machine) advance() {
 		m.timeouts()
 	}
 	if !plant.On(plant.PoisonBlocksForever) {
-		for m.expiry.len() > 0 && !m.now.Before(m.expiry.items[0].deadline(&m.cfg)) {
+		for m.expiry.len() > 0 && !m.now.Before(m.expiryDeadline()) {
 			m.kill(m.expiry.items[0], Expired)
 		}
 	}
@@ -608,6 +613,24 @@ func (m *Machine) advance() {
 		m.compact()
 	}
 	m.out.WakeAt = m.wakeAt()
+}
+
+// expiryDeadline is the deadline of the expiry heap's top, which must
+// exist. Every step looks at it twice (advance, wakeAt) but the top
+// changes far less often, so its deadline is kept with the Seq it is for,
+// and time.Time.Add runs only for a new top. A Seq names one record for
+// the machine's whole life (a new record's Seq is above every Seq the
+// machine knew, and none is 0), and a record's AcceptedAt never changes.
+func (m *Machine) expiryDeadline() time.Time {
+	if e := m.expiry.items[0]; e.rec.Seq != m.topSeq {
+		m.newTop(e) // apart, so that the check inlines
+	}
+	return m.topDeadline
+}
+
+// newTop computes the deadline of e, the expiry heap's new top.
+func (m *Machine) newTop(e *entry) {
+	m.topSeq, m.topDeadline = e.rec.Seq, e.deadline(&m.cfg)
 }
 
 // timeouts fails every attempt in flight whose timeout has come.
@@ -750,7 +773,7 @@ func (m *Machine) wakeAt() time.Time {
 		consider(m.flight.items[0].rec.NextAt)
 	}
 	if m.expiry.len() > 0 {
-		if d := m.expiry.items[0].deadline(&m.cfg); d.After(m.now) {
+		if d := m.expiryDeadline(); d.After(m.now) {
 			consider(d)
 		} else {
 			// Only under the planted bug PoisonBlocksForever, which keeps
