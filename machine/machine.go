@@ -60,7 +60,7 @@ const entryBlock = 16
 // entries, not one each. An entry never leaves its machine's structures
 // but for the free list, so a block lives no longer than the machine's
 // entries in it, and a machine wastes at most one block's tail.
-func (m *Machine) takeEntry(r Record) *entry {
+func (m *Machine) takeEntry(r *Record) *entry {
 	var e *entry
 	if n := len(m.free); n > 0 {
 		e = m.free[n-1]
@@ -73,7 +73,7 @@ func (m *Machine) takeEntry(r Record) *entry {
 		e = &m.entries[0]
 		m.entries = m.entries[1:]
 	}
-	*e = entry{rec: r, ti: -1, xi: -1}
+	*e = entry{rec: *r, ti: -1, xi: -1}
 	return e
 }
 
@@ -233,7 +233,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 	}
 	m.all = make([]*entry, 0, len(recs))
 	for i, r := range recs {
-		if err := checkRecord(r); err != nil {
+		if err := checkRecord(&r); err != nil {
 			return err
 		}
 		if i > 0 && recs[i-1].Seq == r.Seq {
@@ -245,7 +245,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
 			continue
 		}
-		e := m.takeEntry(r)
+		e := m.takeEntry(&r)
 		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
@@ -277,7 +277,7 @@ func increasingSeq(records []Record) bool {
 	return true
 }
 
-func checkRecord(r Record) error {
+func checkRecord(r *Record) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: record %q: %s", ErrBadRecord, r.ID, fmt.Sprintf(format, args...))
 	}
@@ -357,7 +357,7 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	if m.circuit == Open {
 		state = Parked
 	}
-	e = m.takeEntry(Record{
+	e = m.takeEntry(&Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
 		Payload:    m.clonePayload(in.Payload),
@@ -412,10 +412,12 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
 		return
 	}
-	r := in.Record
-	r.Payload = m.clonePayload(r.Payload)
-	e = m.takeEntry(r)
+	// The record goes straight into the entry, then its payload is
+	// replaced by a copy: a record is 112 bytes, not worth copying twice.
+	e = m.takeEntry(&in.Record)
+	e.rec.Payload = m.clonePayload(in.Record.Payload)
 	e.adopted = true
+	r := &e.rec
 	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
 	m.place(e)
@@ -756,8 +758,11 @@ func (m *Machine) sendProbe() {
 
 func (m *Machine) wakeAt() time.Time {
 	var wake time.Time
+	// consider makes t the wake-up if it is after now and earlier than
+	// the one found so far. It asks the second first: a candidate no
+	// earlier than the wake-up found needs no second comparison.
 	consider := func(t time.Time) {
-		if t.After(m.now) && (wake.IsZero() || t.Before(wake)) {
+		if (wake.IsZero() || t.Before(wake)) && t.After(m.now) {
 			wake = t
 		}
 	}
@@ -774,7 +779,9 @@ func (m *Machine) wakeAt() time.Time {
 	}
 	if m.expiry.len() > 0 {
 		if d := m.expiryDeadline(); d.After(m.now) {
-			consider(d)
+			if wake.IsZero() || d.Before(wake) { // consider(d), knowing d is after now
+				wake = d
+			}
 		} else {
 			// Only under the planted bug PoisonBlocksForever, which keeps
 			// expired events: the earliest deadline still to come.
