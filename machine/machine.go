@@ -430,7 +430,10 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 		// sent either. It becomes a dead letter, kept with its reason.
 		m.kill(e, Rejected)
 	case m.circuit == Open:
-		m.setState(e, Parked, NotDead)
+		// setState(e, Parked, NotDead) but for its place(e), just done:
+		// a pending entry is parked where it waits.
+		e.rec.State = Parked
+		m.touch(e)
 	}
 }
 
@@ -975,10 +978,12 @@ func (m *Machine) flush(out *Batch) {
 	if cap(m.out.Persist) < len(m.dirty) {
 		m.out.Persist = m.persistRoom(len(m.dirty))
 	}
-	for _, e := range m.dirty {
-		m.out.Persist = append(m.out.Persist, e.rec)
+	persist := m.out.Persist[:len(m.dirty)]
+	for i, e := range m.dirty {
+		persist[i] = e.rec
 		e.dirty = false
 	}
+	m.out.Persist = persist
 	m.dirty = m.dirty[:0]
 	*out = m.out
 	m.out.WakeAt, m.out.Ignored = time.Time{}, ""
