@@ -50,17 +50,23 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
-// entryBlock is how many entries takeEntry carves from one allocation.
-// A block is 1 KiB, a size class of its own, so the entries in it take no
-// more room than as many separate 128-byte allocations; a machine leaves
-// half a block unused on average.
+// entryBlock is how many entries takeEntry carves from one allocation at
+// most. A block of 1, 2, 4 or 8 entries is a size class of its own, so
+// its entries take no more room than as many 128-byte allocations.
 const entryBlock = 8
 
+// blockSize is the size of a machine's next block, for a machine that
+// holds n entries: n, but at least least and at most most. A machine of a
+// few events (a simulator starts dozens) then leaves little of its last
+// block unused, no more than it holds, and a large one allocates once
+// per most.
+func blockSize(n, least, most int) int { return min(most, max(least, n)) }
+
 // takeEntry is newEntry, reusing an entry compact dropped if there is
-// one, or else carving it from a block: one allocation per entryBlock new
-// entries, not one each. An entry never leaves its machine's structures
-// but for the free list, so a block lives no longer than the machine's
-// entries in it, and a machine wastes at most one block's tail.
+// one, or else carving it from a block (see blockSize): one allocation
+// per entryBlock new entries, not one each. An entry never leaves its
+// machine's structures but for the free list, so a block lives no longer
+// than the machine's entries in it.
 func (m *Machine) takeEntry(r *Record) *entry {
 	var e *entry
 	if n := len(m.free); n > 0 {
@@ -69,7 +75,7 @@ func (m *Machine) takeEntry(r *Record) *entry {
 		m.free = m.free[:n-1]
 	} else {
 		if len(m.entries) == 0 {
-			m.entries = make([]entry, entryBlock)
+			m.entries = make([]entry, blockSize(len(m.all), 1, entryBlock))
 		}
 		e = &m.entries[0]
 		m.entries = m.entries[1:]
@@ -376,7 +382,8 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 }
 
 // payloadBlock is how many bytes clonePayload carves small payloads
-// from; a payload over payloadBlock/8 bytes gets an allocation of its own.
+// from at most; a payload over payloadBlock/8 bytes gets an allocation of
+// its own. A block is sized by blockSize, at 32 bytes per entry held.
 const payloadBlock = 512
 
 // clonePayload is slices.Clone (nil stays nil, empty stays empty), with a
@@ -397,7 +404,7 @@ func (m *Machine) clonePayload(p []byte) []byte {
 		return c
 	}
 	if len(m.bytes) < n {
-		m.bytes = make([]byte, payloadBlock)
+		m.bytes = make([]byte, blockSize(32*len(m.all), payloadBlock/8, payloadBlock))
 	}
 	c := m.bytes[:n:n]
 	m.bytes = m.bytes[n:]
