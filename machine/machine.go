@@ -51,9 +51,11 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
 // entryBlock is how many entries takeEntry carves from one allocation at
-// most. A block of 1, 2, 4 or 8 entries is a size class of its own, so
-// its entries take no more room than as many 128-byte allocations.
-const entryBlock = 8
+// most. A block of 1, 2 or 4 entries is a size class of its own, so its
+// entries take no more room than as many 128-byte allocations. Larger
+// blocks would save allocations but leave more unused at the end of a
+// machine's life, and the simulator starts many machines.
+const entryBlock = 4
 
 // blockSize is the size of a machine's next block, for a machine that
 // holds n entries: n, but at least least and at most most. A machine of a
@@ -384,7 +386,7 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 // payloadBlock is how many bytes clonePayload carves small payloads
 // from at most; a payload over payloadBlock/8 bytes gets an allocation of
 // its own. A block is sized by blockSize, at 32 bytes per entry held.
-const payloadBlock = 512
+const payloadBlock = 256
 
 // clonePayload is slices.Clone (nil stays nil, empty stays empty), with a
 // small payload carved from a shared block instead of allocated alone: an
