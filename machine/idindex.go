@@ -44,8 +44,14 @@ type idIndex struct {
 	seed  uint64
 }
 
-// minIndexSlots is the size of the first table.
-const minIndexSlots = 64
+// firstIndexSlots is the size of the first table: enough for a machine
+// of a dozen events (a simulator's swarm starts dozens of machines of a
+// few each), 256 bytes. minIndexSlots is the size of the table after
+// it, as of every table before there was a smaller first one.
+const (
+	firstIndexSlots = 16
+	minIndexSlots   = 64
+)
 
 // hash is the hash of id in this index.
 func (x *idIndex) hash(id string) uint64 { return hashID(x.seed, id) }
@@ -105,7 +111,11 @@ func (x *idIndex) grow() {
 		// slot of a table of up to 2^32 slots (3 billion entries).
 		panic("machine: the ID index cannot grow past 2^32 slots")
 	}
-	x.slots = make([]idSlot, max(minIndexSlots, 2*len(old)))
+	n := max(minIndexSlots, 2*len(old))
+	if len(old) == 0 {
+		n = firstIndexSlots
+	}
+	x.slots = make([]idSlot, n)
 	for _, s := range old {
 		if s.e != nil {
 			x.insert(s)

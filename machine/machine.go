@@ -50,16 +50,39 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
-// takeEntry is newEntry, reusing an entry compact dropped if there is one.
-func (m *Machine) takeEntry(r Record) *entry {
-	n := len(m.free)
-	if n == 0 {
-		return newEntry(r)
+// entryBlock is how many entries takeEntry carves from one allocation at
+// most. A block of 1, 2 or 4 entries is a size class of its own, so its
+// entries take no more room than as many 128-byte allocations. Larger
+// blocks would save allocations but leave more unused at the end of a
+// machine's life, and the simulator starts many machines.
+const entryBlock = 4
+
+// blockSize is the size of a machine's next block, for a machine that
+// holds n entries: n, but at least least and at most most. A machine of a
+// few events (a simulator starts dozens) then leaves little of its last
+// block unused, no more than it holds, and a large one allocates once
+// per most.
+func blockSize(n, least, most int) int { return min(most, max(least, n)) }
+
+// takeEntry is newEntry, reusing an entry compact dropped if there is
+// one, or else carving it from a block (see blockSize): one allocation
+// per entryBlock new entries, not one each. An entry never leaves its
+// machine's structures but for the free list, so a block lives no longer
+// than the machine's entries in it.
+func (m *Machine) takeEntry(r *Record) *entry {
+	var e *entry
+	if n := len(m.free); n > 0 {
+		e = m.free[n-1]
+		m.free[n-1] = nil
+		m.free = m.free[:n-1]
+	} else {
+		if len(m.entries) == 0 {
+			m.entries = make([]entry, blockSize(len(m.all), 1, entryBlock))
+		}
+		e = &m.entries[0]
+		m.entries = m.entries[1:]
 	}
-	e := m.free[n-1]
-	m.free[n-1] = nil
-	m.free = m.free[:n-1]
-	*e = entry{rec: r, ti: -1, xi: -1}
+	*e = entry{rec: *r, ti: -1, xi: -1}
 	return e
 }
 
@@ -98,6 +121,11 @@ type Machine struct {
 	expiry  heap // waiting, by deadline
 	scratch []*entry
 
+	// The deadline of the expiry heap's top as expiryDeadline last
+	// computed it, and the Seq of the record it is for.
+	topSeq      uint64
+	topDeadline time.Time
+
 	// The idempotency window: settled entries, oldest first, and the
 	// instant each settled (kept only with KeepSettledFor, the one reader).
 	settled   ring[*entry]
@@ -111,11 +139,13 @@ type Machine struct {
 	probeFails int       // consecutive failed probes while open
 	probeNext  time.Time // next probe while open and none is out
 
-	stats Stats
-	out   Batch
-	dirty []*entry
-	free  []*entry // forgotten entries compact dropped, for takeEntry to reuse
-	block []Record // what is left of persistRoom's block, never handed out yet
+	stats   Stats
+	out     Batch
+	dirty   []*entry
+	free    []*entry // forgotten entries compact dropped, for takeEntry to reuse
+	entries []entry  // what is left of takeEntry's block, never used yet
+	block   []Record // what is left of persistRoom's block, never handed out yet
+	bytes   []byte   // what is left of clonePayload's block, never handed out yet
 
 	reverseDrain bool // planted bug DrainOutOfOrder only
 }
@@ -212,7 +242,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 	}
 	m.all = make([]*entry, 0, len(recs))
 	for i, r := range recs {
-		if err := checkRecord(r); err != nil {
+		if err := checkRecord(&r); err != nil {
 			return err
 		}
 		if i > 0 && recs[i-1].Seq == r.Seq {
@@ -224,7 +254,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
 			continue
 		}
-		e := m.takeEntry(r)
+		e := m.takeEntry(&r)
 		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
@@ -256,7 +286,7 @@ func increasingSeq(records []Record) bool {
 	return true
 }
 
-func checkRecord(r Record) error {
+func checkRecord(r *Record) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: record %q: %s", ErrBadRecord, r.ID, fmt.Sprintf(format, args...))
 	}
@@ -336,10 +366,10 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	if m.circuit == Open {
 		state = Parked
 	}
-	e = m.takeEntry(Record{
+	e = m.takeEntry(&Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
-		Payload:    clonePayload(in.Payload),
+		Payload:    m.clonePayload(in.Payload),
 		AcceptedAt: in.At,
 		State:      state,
 		NextAt:     in.At,
@@ -353,13 +383,33 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq})
 }
 
-// clonePayload is slices.Clone (nil stays nil, empty stays empty) without
-// its append, whose growth logic costs more than the copy of a payload.
-func clonePayload(p []byte) []byte {
-	if p == nil {
+// payloadBlock is how many bytes clonePayload carves small payloads
+// from at most; a payload over payloadBlock/8 bytes gets an allocation of
+// its own. A block is sized by blockSize, at 32 bytes per entry held.
+const payloadBlock = 256
+
+// clonePayload is slices.Clone (nil stays nil, empty stays empty), with a
+// small payload carved from a shared block instead of allocated alone: an
+// accepted event then costs no allocation of its own for its payload. No
+// one writes to a payload once accepted (see Record), and each is capped
+// at its own length, so that an append to one cannot reach the next. A
+// payload that lives on keeps its block alive: no more than payloadBlock
+// bytes for one payload of at most payloadBlock/8.
+func (m *Machine) clonePayload(p []byte) []byte {
+	n := len(p)
+	switch {
+	case p == nil:
 		return nil
+	case n == 0 || n > payloadBlock/8:
+		c := make([]byte, n)
+		copy(c, p)
+		return c
 	}
-	c := make([]byte, len(p))
+	if len(m.bytes) < n {
+		m.bytes = make([]byte, blockSize(32*len(m.all), payloadBlock/8, payloadBlock))
+	}
+	c := m.bytes[:n:n]
+	m.bytes = m.bytes[n:]
 	copy(c, p)
 	return c
 }
@@ -372,10 +422,12 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
 		return
 	}
-	r := in.Record
-	r.Payload = clonePayload(r.Payload)
-	e = m.takeEntry(r)
+	// The record goes straight into the entry, then its payload is
+	// replaced by a copy: a record is 112 bytes, not worth copying twice.
+	e = m.takeEntry(&in.Record)
+	e.rec.Payload = m.clonePayload(in.Record.Payload)
 	e.adopted = true
+	r := &e.rec
 	m.byID.putHashed(e, h)
 	m.all = append(m.all, e)
 	m.place(e)
@@ -388,7 +440,10 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 		// sent either. It becomes a dead letter, kept with its reason.
 		m.kill(e, Rejected)
 	case m.circuit == Open:
-		m.setState(e, Parked, NotDead)
+		// setState(e, Parked, NotDead) but for its place(e), just done:
+		// a pending entry is parked where it waits.
+		e.rec.State = Parked
+		m.touch(e)
 	}
 }
 
@@ -547,7 +602,7 @@ func (m *Machine) advance() {
 		m.timeouts()
 	}
 	if !plant.On(plant.PoisonBlocksForever) {
-		for m.expiry.len() > 0 && !m.now.Before(m.expiry.items[0].deadline(&m.cfg)) {
+		for m.expiry.len() > 0 && !m.now.Before(m.expiryDeadline()) {
 			m.kill(m.expiry.items[0], Expired)
 		}
 	}
@@ -573,6 +628,24 @@ func (m *Machine) advance() {
 		m.compact()
 	}
 	m.out.WakeAt = m.wakeAt()
+}
+
+// expiryDeadline is the deadline of the expiry heap's top, which must
+// exist. Every step looks at it twice (advance, wakeAt) but the top
+// changes far less often, so its deadline is kept with the Seq it is for,
+// and time.Time.Add runs only for a new top. A Seq names one record for
+// the machine's whole life (a new record's Seq is above every Seq the
+// machine knew, and none is 0), and a record's AcceptedAt never changes.
+func (m *Machine) expiryDeadline() time.Time {
+	if e := m.expiry.items[0]; e.rec.Seq != m.topSeq {
+		m.newTop(e) // apart, so that the check inlines
+	}
+	return m.topDeadline
+}
+
+// newTop computes the deadline of e, the expiry heap's new top.
+func (m *Machine) newTop(e *entry) {
+	m.topSeq, m.topDeadline = e.rec.Seq, e.deadline(&m.cfg)
 }
 
 // timeouts fails every attempt in flight whose timeout has come.
@@ -698,8 +771,11 @@ func (m *Machine) sendProbe() {
 
 func (m *Machine) wakeAt() time.Time {
 	var wake time.Time
+	// consider makes t the wake-up if it is after now and earlier than
+	// the one found so far. It asks the second first: a candidate no
+	// earlier than the wake-up found needs no second comparison.
 	consider := func(t time.Time) {
-		if t.After(m.now) && (wake.IsZero() || t.Before(wake)) {
+		if (wake.IsZero() || t.Before(wake)) && t.After(m.now) {
 			wake = t
 		}
 	}
@@ -715,8 +791,10 @@ func (m *Machine) wakeAt() time.Time {
 		consider(m.flight.items[0].rec.NextAt)
 	}
 	if m.expiry.len() > 0 {
-		if d := m.expiry.items[0].deadline(&m.cfg); d.After(m.now) {
-			consider(d)
+		if d := m.expiryDeadline(); d.After(m.now) {
+			if wake.IsZero() || d.Before(wake) { // consider(d), knowing d is after now
+				wake = d
+			}
 		} else {
 			// Only under the planted bug PoisonBlocksForever, which keeps
 			// expired events: the earliest deadline still to come.
@@ -910,10 +988,12 @@ func (m *Machine) flush(out *Batch) {
 	if cap(m.out.Persist) < len(m.dirty) {
 		m.out.Persist = m.persistRoom(len(m.dirty))
 	}
-	for _, e := range m.dirty {
-		m.out.Persist = append(m.out.Persist, e.rec)
+	persist := m.out.Persist[:len(m.dirty)]
+	for i, e := range m.dirty {
+		persist[i] = e.rec
 		e.dirty = false
 	}
+	m.out.Persist = persist
 	m.dirty = m.dirty[:0]
 	*out = m.out
 	m.out.WakeAt, m.out.Ignored = time.Time{}, ""

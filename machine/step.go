@@ -102,7 +102,7 @@ func (m *Machine) stepAdopt(in *Adopt) error {
 // nil if unknown.
 func (m *Machine) checkAdopt(in *Adopt, e *entry) error {
 	r := &in.Record
-	if err := checkRecord(*r); err != nil {
+	if err := checkRecord(r); err != nil {
 		return err
 	}
 	if e != nil {
