@@ -982,9 +982,9 @@ func (m *Machine) flush(out *Batch) {
 		slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
 	}
 	// Room for every record at once (Persist is empty here: only flush
-	// fills it), so that a caller that does not recycle its batches, as
-	// the simulator does not, pays one allocation per batch and not one
-	// per doubling.
+	// fills it), so that a caller that does not recycle its batches (one
+	// that keeps them; the worker recycles) pays one allocation per batch
+	// and not one per doubling.
 	if cap(m.out.Persist) < len(m.dirty) {
 		m.out.Persist = m.persistRoom(len(m.dirty))
 	}
@@ -1009,7 +1009,7 @@ func (m *Machine) flush(out *Batch) {
 const persistBlock = 16
 
 // persistRoom returns an empty list with room for n records. A caller
-// may keep a batch's Persist for good (an observer does), so a list is
+// may keep a batch's Persist for good instead of recycling it, so a list is
 // never written again once handed out; but the lists need not be
 // allocated one by one: small ones are carved from a shared block, each
 // capped at its own room so that an append past it cannot reach the
