@@ -215,24 +215,32 @@ func TestEpochAdd(t *testing.T) {
 	}
 }
 
-// TestAfterIsAddThenKey holds sim.after to what it replaces, the key of
-// now.Add(d), for now near Epoch and far from it and delays from none to
-// the extremes, where the sum overflows and the key saturates.
-func TestAfterIsAddThenKey(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	edges := []time.Duration{0, 1, -1, time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
+// durationPicker returns random durations for the tests that hold an
+// offset shortcut to time.Add: a quarter edges (none, one, a second, the
+// extremes where sums overflow), a quarter within two days from from, a
+// quarter just under the largest, a quarter anywhere.
+func durationPicker(r *rand.Rand, from time.Duration) func() time.Duration {
+	edges := []time.Duration{0, 1, -1, time.Second, -time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
 		math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, -time.Hour}
-	pick := func() time.Duration {
+	return func() time.Duration {
 		switch r.IntN(4) {
 		case 0:
 			return edges[r.IntN(len(edges))]
 		case 1:
-			return time.Duration(r.Int64N(int64(48 * time.Hour)))
+			return from + time.Duration(r.Int64N(int64(48*time.Hour)))
 		case 2:
 			return math.MaxInt64 - time.Duration(r.Int64N(int64(time.Hour)))
 		}
 		return time.Duration(r.Uint64())
 	}
+}
+
+// TestAfterIsAddThenKey holds sim.after to what it replaces, the key of
+// now.Add(d), for now near Epoch and far from it and delays from none to
+// the extremes, where the sum overflows and the key saturates.
+func TestAfterIsAddThenKey(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	pick := durationPicker(r, 0)
 	for range 200_000 {
 		elapsed, d := pick(), pick()
 		if r.IntN(2) == 0 {
@@ -516,19 +524,7 @@ func drawsFrom(r *rand.Rand, n int) []uint64 {
 // for now near Epoch and far from it, and skews from none to overflowing.
 func TestClockIsNowAdd(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	edges := []time.Duration{0, 1, -1, time.Second, -time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
-		math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, -time.Hour}
-	pick := func() time.Duration {
-		switch r.IntN(4) {
-		case 0:
-			return edges[r.IntN(len(edges))]
-		case 1:
-			return time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour
-		case 2:
-			return math.MaxInt64 - time.Duration(r.Int64N(int64(time.Hour)))
-		}
-		return time.Duration(r.Uint64())
-	}
+	pick := durationPicker(r, -24*time.Hour)
 	for range 200_000 {
 		elapsed, skew := pick(), pick()
 		s := &sim{now: epochAdd(elapsed), elapsed: elapsed}
