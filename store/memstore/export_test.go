@@ -9,3 +9,6 @@ func NewPlain(now func() time.Time) *Store {
 	s.plain = true
 	return s
 }
+
+// KeptRecords is how many records the blocks s keeps across a Reset hold.
+func (s *Store) KeptRecords() int { return len(s.blocks) * recSlab }

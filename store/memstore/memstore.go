@@ -67,8 +67,16 @@ type Store struct {
 	// claimable lets ClaimDue answer "nothing" without a scan while no
 	// stream can be claimable yet (see claimBound).
 	claimable claimBound
-	// slab is where newRec cuts the next records from.
-	slab []rec
+	// slab is where newRec cuts the next records from, and blocks the
+	// first slabs it allocated (at most keptBlocks), of which the first
+	// reused are in use: Reset zeroes them for the next records, which
+	// it can since a record never leaves the store, only copies of it.
+	slab   []rec
+	blocks [][]rec
+	reused int
+	// made counts the records newRec made since New or Reset: Reset
+	// drops a map that many records may have grown past what it keeps.
+	made int
 	// kept is where copyBytes cuts the payloads the store keeps from, and
 	// handed the copies it hands out: apart, so that a chunk of copies
 	// dies with the callers' use of them, not with the store.
@@ -285,15 +293,79 @@ func (s *Store) enqueue(out *store.Record, streamName, id string, payload []byte
 // which an in-memory store can afford.
 func (s *Store) newRec() *rec {
 	if len(s.slab) == 0 {
-		s.slab = make([]rec, recSlab)
+		s.slab = s.nextBlock()
 	}
 	r := &s.slab[0]
 	s.slab = s.slab[1:]
+	s.made++
 	return r
+}
+
+// nextBlock returns recSlab zero records: a block a past Reset zeroed if
+// one is left, else a new one, kept for later Resets while fewer than
+// keptBlocks are.
+func (s *Store) nextBlock() []rec {
+	if s.reused < len(s.blocks) {
+		s.reused++
+		return s.blocks[s.reused-1]
+	}
+	b := make([]rec, recSlab)
+	if len(s.blocks) < keptBlocks {
+		s.blocks = append(s.blocks, b)
+		s.reused++
+	}
+	return b
 }
 
 // recSlab is how many records newRec allocates at once.
 const recSlab = 16
+
+// keptBlocks bounds the records a Store keeps room for across a Reset
+// (keptBlocks*recSlab, 64 KB): a few times a standard simulated run's
+// events, so that one long run does not leave room for all of its
+// records to every later run.
+const keptBlocks = 16
+
+// Reset empties s for reuse, as if New(now) had just built it and
+// SetUnavailable(unavailable) had been called, keeping only memory no
+// caller can hold: the blocks records are cut from (at most keptBlocks;
+// a record is only ever handed out as a copy), the maps of streams and
+// IDs (cleared, unless more records or streams than the blocks hold may
+// have grown them), and Save's scratch. The chunks of payload copies and
+// Pending's pages were handed out and are not reused. Reset must not run
+// while another call of s does; it panics if now is nil, as New does.
+func (s *Store) Reset(now func() time.Time, unavailable func() bool) {
+	if now == nil {
+		panic("memstore.Reset: nil clock")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now, s.unavailable = now, unavailable
+	for _, b := range s.blocks[:s.reused] {
+		clear(b) // what the records point to, and a zero record for newRec
+	}
+	s.slab, s.reused = nil, 0
+	const keptRecs = keptBlocks * recSlab
+	if s.made > keptRecs || len(s.streams) > keptRecs {
+		s.streams, s.ids, s.byName = make(map[string]*stream), make(map[string]*rec, idsHint), nil
+	} else {
+		clear(s.streams)
+		clear(s.ids)
+		clear(s.byName)
+		s.byName = s.byName[:0]
+	}
+	s.made = 0
+	s.lastToken, s.batches = 0, 0
+	s.granted, s.found, s.named = [grantedSlots]*stream{}, [foundSlots]*rec{}, [namedSlots]*stream{}
+	if cap(s.batch) > keptRecs {
+		s.batch = make([]*rec, 0, batchHint) // Save clears it after each call
+	}
+	s.claimable = claimBound{}
+	// The payloads the store keeps are only ever handed out as copies
+	// (copyBytes into handed): the chunk they were cut from is free.
+	s.kept = s.kept[:0]
+	s.handed, s.pages = nil, nil
+}
 
 // ClaimDue implements store.Store.
 func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
