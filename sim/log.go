@@ -7,6 +7,7 @@ import (
 
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store/memstore"
 )
 
 // obsLog holds a run's observations, every stream's, in the order they
@@ -47,6 +48,12 @@ type buffers struct {
 	sends   []int
 	final   []*machine.Record
 	granted []uint64 // by stream (sim.granted)
+	// store is the store of every run on these buffers, emptied when a
+	// run ends (memstore.Store.Reset) rather than built anew: its clock
+	// and failure injector read sim, which is the same for every run.
+	store  *memstore.Store
+	now    func() time.Time
+	outage func() bool
 }
 
 // arena hands out values of a run that live until it ends (a send's
@@ -85,7 +92,7 @@ func (a *arena[T]) reset() {
 func getBuffers(streams, events, entries int) *buffers {
 	b, ok := bufferPool.get()
 	if !ok {
-		b = &buffers{}
+		b = newBuffers()
 	}
 	b.acked = zeroed(b.acked, events)
 	b.lastFlight = zeroed(b.lastFlight, events)
@@ -103,6 +110,19 @@ func getBuffers(streams, events, entries int) *buffers {
 	if cap(l.entries) < entries {
 		l.entries = make([]invariants.Entry, 0, entries)
 	}
+	return b
+}
+
+// newBuffers returns new buffers, with their store.
+func newBuffers() *buffers {
+	b := &buffers{}
+	s := &b.sim
+	b.now = func() time.Time { return s.now }
+	// s.cfg, not a copy of it: a closure holding a copy would move it to
+	// the heap.
+	b.outage = func() bool { return s.inWindows(s.cfg.StoreOutages) }
+	b.store = memstore.New(b.now)
+	b.store.SetUnavailable(b.outage)
 	return b
 }
 
@@ -135,9 +155,10 @@ func (b *buffers) release(s *sim) {
 	}
 	clear(b.nodes) // the nodes' workers, stores and names
 	clear(b.nodeRefs)
-	// Whatever else the run points to (its store, its nodes, its world)
-	// is not kept alive in the pool.
+	// Whatever else the run points to (its nodes, its world, what its
+	// store holds) is not kept alive in the pool.
 	*s = sim{}
+	b.store.Reset(b.now, b.outage)
 	b.flights.reset()
 	b.probes.reset()
 	if cap(l.entries) <= poolMaxEntries {

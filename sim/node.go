@@ -104,8 +104,6 @@ func workers(w World) Cluster {
 // initNodes makes the nodes and the allowances their faults need.
 func (s *sim) initNodes() {
 	c := s.cfg
-	// s.cfg, not c: a closure holding c would move it to the heap.
-	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	// The nodes live in the buffers, kept for later runs.
 	b := s.buf
 	b.nodes = zeroed(b.nodes, c.Workers)

@@ -193,7 +193,7 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		enc:       b.enc,
 	}
 	s.hash.Reset()
-	s.store = memstore.New(func() time.Time { return s.now })
+	s.store = b.store // empty: the last run on b reset it
 	s.initStreams()
 	s.initNodes()
 	return s
