@@ -12,3 +12,6 @@ func NewPlain(now func() time.Time) *Store {
 
 // KeptRecords is how many records the blocks s keeps across a Reset hold.
 func (s *Store) KeptRecords() int { return len(s.blocks) * recSlab }
+
+// KeptStreams is how many emptied streams s keeps across a Reset.
+func (s *Store) KeptStreams() int { return len(s.spare) }

@@ -74,6 +74,9 @@ type Store struct {
 	slab   []rec
 	blocks [][]rec
 	reused int
+	// spare are streams of before the last Reset, emptied, that stream
+	// hands out again with the room their records took.
+	spare []*stream
 	// made counts the records newRec made since New or Reset: Reset
 	// drops a map that many records may have grown past what it keeps.
 	made int
@@ -317,6 +320,26 @@ func (s *Store) nextBlock() []rec {
 	return b
 }
 
+// spareStreams empties the streams of s.byName for stream to hand out
+// again, each with room for its records, as long as those are few.
+// Streams never leave the store: a lease names its stream by name.
+func (s *Store) spareStreams() {
+	for _, st := range s.byName {
+		if len(s.spare) == keptStreams {
+			return
+		}
+		if cap(st.recs) > keptBlocks*recSlab {
+			continue // a long run's: room no later run is likely to need
+		}
+		clear(st.recs)
+		*st = stream{recs: st.recs[:0]}
+		s.spare = append(s.spare, st)
+	}
+}
+
+// keptStreams is how many emptied streams Reset keeps for stream.
+const keptStreams = 32
+
 // recSlab is how many records newRec allocates at once.
 const recSlab = 16
 
@@ -331,9 +354,10 @@ const keptBlocks = 16
 // caller can hold: the blocks records are cut from (at most keptBlocks;
 // a record is only ever handed out as a copy), the maps of streams and
 // IDs (cleared, unless more records or streams than the blocks hold may
-// have grown them), and Save's scratch. The chunks of payload copies and
-// Pending's pages were handed out and are not reused. Reset must not run
-// while another call of s does; it panics if now is nil, as New does.
+// have grown them), emptied streams with room for their records (at
+// most keptStreams) and Save's scratch. The chunks of payload copies and
+// Pending's pages were handed out, and are not reused. It panics if now
+// is nil, as New does.
 func (s *Store) Reset(now func() time.Time, unavailable func() bool) {
 	if now == nil {
 		panic("memstore.Reset: nil clock")
@@ -346,6 +370,7 @@ func (s *Store) Reset(now func() time.Time, unavailable func() bool) {
 	}
 	s.slab, s.reused = nil, 0
 	const keptRecs = keptBlocks * recSlab
+	s.spareStreams()
 	if s.made > keptRecs || len(s.streams) > keptRecs {
 		s.streams, s.ids, s.byName = make(map[string]*stream), make(map[string]*rec, idsHint), nil
 	} else {
@@ -835,15 +860,28 @@ func (s *Store) stream(name string) *stream {
 	}
 	st := s.streams[name]
 	if st == nil {
-		// Room for a few records: appending from empty grew the slice
-		// at almost every other Enqueue of a simulated run.
-		st = &stream{name: name, recs: make([]*rec, 0, 8)}
+		st = s.newStream(name)
 		s.streams[name] = st
 		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
 		s.byName = slices.Insert(s.byName, i, st)
 	}
 	*slot = st
 	return st
+}
+
+// newStream returns an empty stream named name: a spare one if Reset
+// left any, else a new one with room for a few records, since appending
+// from empty grew the slice at almost every other Enqueue of a simulated
+// run.
+func (s *Store) newStream(name string) *stream {
+	if n := len(s.spare); n > 0 {
+		st := s.spare[n-1]
+		s.spare[n-1] = nil
+		s.spare = s.spare[:n-1]
+		st.name = name
+		return st
+	}
+	return &stream{name: name, recs: make([]*rec, 0, 8)}
 }
 
 // firstAfter is the index of the first record with Seq above after.

@@ -84,7 +84,8 @@ func TestResetAgreesWithNew(t *testing.T) {
 }
 
 // TestResetKeepsABoundedAmount: a long run leaves no more room for
-// records to the runs after a Reset than a short one does.
+// records, and no more streams, to the runs after a Reset than a short
+// one does.
 func TestResetKeepsABoundedAmount(t *testing.T) {
 	s, c := newStore(t)
 	enqueueMany(t, s, 20)
@@ -94,6 +95,11 @@ func TestResetKeepsABoundedAmount(t *testing.T) {
 	s.Reset(c.Now, nil)
 	if got := s.KeptRecords(); got > 256 || got < small {
 		t.Errorf("after 100,000 records, Reset keeps room for %d; want %d to 256", got, small)
+	}
+	enqueueMany(t, s, 1000) // on 300 streams
+	s.Reset(c.Now, nil)
+	if got := s.KeptStreams(); got > 32 {
+		t.Errorf("after 300 streams, Reset keeps %d; want at most 32", got)
 	}
 }
 
