@@ -182,6 +182,11 @@ const poolMax = 16
 // poolMaxEntries is the largest buffer of entries kept, in entries (17 MB).
 const poolMaxEntries = 1 << 16
 
+// poolMaxRecords is the largest buffer of Final records kept: a few
+// standard runs' worth, so that a long run's do not stay for every later
+// small one (it would clear them all at every Recycle).
+const poolMaxRecords = 1 << 10
+
 func (p *pool[T]) get() (T, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -206,6 +211,7 @@ func (p *pool[T]) put(x T) {
 var (
 	bufferPool  pool[*buffers]
 	slabPool    pool[[]invariants.Entry] // the logs of recycled results
+	finalsPool  pool[[]machine.Record]   // the Final records of recycled results
 	checkerPool pool[*invariants.Checker]
 )
 
@@ -291,6 +297,10 @@ func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
 // touched. A sweep, which keeps only each run's summary, recycles every
 // run; anything that keeps a Result must not.
 func Recycle(r Result) {
+	if r.finals != nil && cap(r.finals) <= poolMaxRecords {
+		clear(r.finals) // drop the payloads until the records are reused
+		finalsPool.put(r.finals[:0])
+	}
 	if r.slab == nil || cap(r.slab) > poolMaxEntries {
 		return
 	}

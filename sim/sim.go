@@ -48,7 +48,8 @@ type Result struct {
 	Violations []invariants.Violation
 	Stats      Stats
 
-	slab []invariants.Entry // what the logs in Runs live in (Recycle)
+	slab   []invariants.Entry // what the logs in Runs live in (Recycle)
+	finals []machine.Record   // what the Final records in Runs live in (Recycle)
 }
 
 // Stats summarise a run. Every figure is counted from what happened.
@@ -155,6 +156,7 @@ type sim struct {
 	buf           *buffers           // this run's, until it ends (result)
 	log           *obsLog            // in buf
 	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
+	finals        []machine.Record   // every stream's Final, once the run ended (Recycle)
 	trace         []string           // the text of every line, with Options.Trace
 	hash          xxhash.Digest      // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
@@ -405,10 +407,7 @@ func (s *sim) simulate() error {
 		s.happen(h)
 	}
 	s.slab = s.log.cut(s.runs)
-	for i := range s.runs {
-		s.runs[i].Finished = true
-		s.runs[i].Final = s.store.Records(s.streams[i])
-	}
+	s.readFinals()
 	s.note(nil, opEnd)
 	return nil
 }
@@ -750,8 +749,25 @@ func (s *sim) result() Result {
 		Violations: s.check(),
 		Stats:      st,
 		slab:       s.slab,
+		finals:     s.finals,
 	}
 	return res
+}
+
+// readFinals reads every stream's records from the store, once the run
+// ended, into one buffer a recycled result gave back (Recycle): each
+// run's Final is its part, capped at its length (nil if it has none).
+func (s *sim) readFinals() {
+	finals, _ := finalsPool.get()
+	for i := range s.runs {
+		s.runs[i].Finished = true
+		from := len(finals)
+		finals = s.store.AppendRecords(finals, s.streams[i])
+		if len(finals) > from {
+			s.runs[i].Final = finals[from:len(finals):len(finals)]
+		}
+	}
+	s.finals = finals
 }
 
 // eventIndex is the index in the workload of event id: EventID(i) is

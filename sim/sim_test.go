@@ -4,6 +4,7 @@ package sim_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +382,39 @@ func TestStatsAreTheLogs(t *testing.T) {
 	}
 	if zombies == 0 {
 		t.Errorf("no swarm seed made a zombie send: the test does not reach what it checks")
+	}
+}
+
+// TestRecycledFinals: a run's Final records, read into a buffer a
+// recycled result gave back, are the same as a run's that took a new
+// one, and each stream's part is capped, so an append to one cannot
+// write over the next.
+func TestRecycledFinals(t *testing.T) {
+	w := faulty(7)
+	w.Streams = 3
+	run := func() sim.Result {
+		r, err := sim.Run(w, 7, sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := run()
+	want := make([][]machine.Record, len(first.Runs))
+	for i, r := range first.Runs {
+		want[i] = slices.Clone(r.Final)
+	}
+	sim.Recycle(first)
+	for range 3 { // by now the buffer has been through the pool
+		again := run()
+		for i, r := range again.Runs {
+			if diff := cmp.Diff(want[i], r.Final); diff != "" {
+				t.Fatalf("stream %d's Final after recycling (-first run +again):\n%s", i, diff)
+			}
+			if len(r.Final) == 0 || cap(r.Final) != len(r.Final) {
+				t.Fatalf("stream %d's Final has %d records and room for %d; want some, and no room past them", i, len(r.Final), cap(r.Final))
+			}
+		}
+		sim.Recycle(again)
 	}
 }

@@ -191,11 +191,27 @@ func (s *Store) Records(streamName string) []machine.Record {
 	if st == nil {
 		return nil
 	}
-	out := make([]machine.Record, len(st.recs))
-	for i, r := range st.recs {
-		out[i] = s.toMachine(r)
+	return s.appendRecords(make([]machine.Record, 0, len(st.recs)), st)
+}
+
+// AppendRecords appends what Records returns to dst and returns the
+// extended slice: Records for a caller that reads stream after stream
+// into one buffer it reuses (the simulator, at the end of every run).
+func (s *Store) AppendRecords(dst []machine.Record, streamName string) []machine.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.streams[streamName]; st != nil {
+		dst = s.appendRecords(dst, st)
 	}
-	return out
+	return dst
+}
+
+func (s *Store) appendRecords(dst []machine.Record, st *stream) []machine.Record {
+	dst = slices.Grow(dst, len(st.recs))
+	for _, r := range st.recs {
+		dst = append(dst, s.toMachine(r))
+	}
+	return dst
 }
 
 // Streams returns the names of the streams that hold at least one record,

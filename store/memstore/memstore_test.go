@@ -6,6 +6,7 @@ package memstore_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -171,6 +172,18 @@ func TestRecordsAndStreams(t *testing.T) {
 	}
 	if diff := cmp.Diff([]machine.Record(nil), s.Records("nope"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Records of an unknown stream (-want +got):\n%s", diff)
+	}
+	// AppendRecords is Records appended to what dst holds, which it leaves
+	// as it is; an unknown stream appends nothing.
+	dst := s.AppendRecords(nil, "a")
+	head := slices.Clone(dst)
+	dst = s.AppendRecords(dst, "nope")
+	dst = s.AppendRecords(dst, "z")
+	if diff := cmp.Diff(append(head, want...), dst); diff != "" {
+		t.Errorf("AppendRecords of a, nope and z (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(s.Records("a"), head); diff != "" {
+		t.Errorf("AppendRecords(nil, a) is not Records(a) (-want +got):\n%s", diff)
 	}
 }
 
