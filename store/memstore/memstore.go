@@ -548,9 +548,14 @@ func (s *Store) Pending(ctx context.Context, l store.Lease, after uint64, limit 
 	return page, err
 }
 
-// pending is Pending under s.mu.
+// pending is Pending under s.mu. It judges the lease at the clock's
+// reading as it comes, not rounded (clock): Pending keeps no instant, and
+// held's valid case compares the reading only with the lease's end, which
+// holds no monotonic reading, so Before compares wall times either way.
+// held rounds it for anything else. Pending is the owner's poll, and the
+// rounding's call cost it more than the rest of a nothing-new answer.
 func (s *Store) pending(l *store.Lease, after uint64, limit int) ([]machine.Record, error) {
-	st, err := s.held("pending", l, s.clock())
+	st, err := s.held("pending", l, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -935,7 +940,9 @@ func (s *Store) grant(st *stream, owner string, now time.Time, ttl time.Duration
 func equal(a, b string) bool { return same(a, b) || a == b }
 
 // held returns l's stream if l is its valid current lease, or an error
-// wrapping store.ErrStaleLease that says why it is not. The valid case,
+// wrapping store.ErrStaleLease that says why it is not. now may carry a
+// monotonic reading (see pending), which the valid case's Before ignores
+// against a lease end without one and judgeHeld never sees. The valid case,
 // as CheckHeld judges it, is settled here from s.granted, by pointer and
 // without copying the lease or the arguments an error needs, which cost
 // more than the checks; anything else goes to judgeHeld. The planted
@@ -951,7 +958,7 @@ func (s *Store) held(op string, l *store.Lease, now time.Time) (*stream, error) 
 			return st, nil
 		}
 	}
-	return s.judgeHeld(op, *l, now)
+	return s.judgeHeld(op, *l, now.Round(0))
 }
 
 // judgeHeld is held for a lease that is not plainly valid.

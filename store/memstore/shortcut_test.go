@@ -256,6 +256,30 @@ func TestShortcutsAgree(t *testing.T) {
 	}
 }
 
+// TestShortcutsAgreeOnMonotonicClock: the store's clock reads instants
+// that carry a monotonic reading, as time.Now's do, and its plain twin's
+// the same instants without one. Pending judges a lease at the reading as
+// it comes (no rounding): every answer must still agree.
+func TestShortcutsAgreeOnMonotonicClock(t *testing.T) {
+	// An instant at epoch's wall time with a monotonic reading: time.Now
+	// moved there by Add, which keeps the reading.
+	now := time.Now()
+	monoEpoch := now.Add(epoch.Sub(now.Round(0)))
+	if monoEpoch == monoEpoch.Round(0) || !monoEpoch.Equal(epoch) {
+		t.Fatalf("no monotonic instant at epoch: %v", monoEpoch)
+	}
+	for seed := range uint64(10) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			tw := newTwin(t, seed)
+			tw.fast = memstore.New(func() time.Time { return monoEpoch.Add(tw.now.Sub(epoch)) })
+			for range 1500 {
+				tw.step(t.Context())
+			}
+			tw.agree()
+		})
+	}
+}
+
 // TestClaimAfterAcquireAndSave: a stream a scan saw waiting, then
 // acquired and saved due, is claimable the instant its lease expires,
 // though no scan has seen it due: Save lowers ClaimDue's bound.
