@@ -319,3 +319,41 @@ func TestStampsOrderAsTime(t *testing.T) {
 		}
 	}
 }
+
+// plainClock is clock as it was written first: the reading's stamp
+// taken apart, made the origin if there is none, and the latest if it is
+// not earlier. The reference clock must agree with.
+func plainClock(w *Worker, reading time.Time) {
+	now := stampOf(reading)
+	if w.origin.t.IsZero() {
+		w.origin = now
+	}
+	if !now.before(&w.now) {
+		w.now = now
+	}
+}
+
+// TestClockMatchesPlain feeds a worker's clock and the plain one the
+// same readings (the zero instant, wall readings, monotonic ones, some
+// stepped back) and checks that both keep the same origin and latest
+// stamp, to the bit.
+func TestClockMatchesPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bases := []time.Time{{}, wall, wall.In(time.FixedZone("x", 3600)), time.Now(), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Hour)}
+	for range 2000 {
+		w, plain := &Worker{}, &Worker{}
+		for range 50 {
+			reading := bases[r.IntN(len(bases))]
+			if r.IntN(4) > 0 && !reading.IsZero() {
+				reading = reading.Add(time.Duration(r.Int64N(int64(time.Minute))) - time.Second)
+			}
+			got := w.clock(reading)
+			plainClock(plain, reading)
+			if got != &w.now || w.now != plain.now || w.origin != plain.origin {
+				t.Fatalf("reading %v: clock keeps %+v from %+v; plain keeps %+v from %+v",
+					reading, w.now, w.origin, plain.now, plain.origin)
+			}
+		}
+	}
+}

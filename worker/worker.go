@@ -172,14 +172,28 @@ func (w *Worker) Config() Config { return w.cfg }
 // clock takes the driver's reading, never letting it go backwards: a wall
 // clock stepped back must not make the machines refuse their inputs.
 func (w *Worker) clock(reading time.Time) *stamp {
-	now := stampOf(reading)
 	if w.origin.t.IsZero() {
-		w.origin = now
+		return w.firstClock(reading)
 	}
+	// The reading is set in place and the latest put back should it be
+	// earlier, which it almost never is: one copy of a stamp, where
+	// setting one aside and copying it in made two.
+	latest := w.now
+	if w.now.set(reading); w.now.before(&latest) {
+		w.now = latest
+	}
+	return &w.now // unchanged until the call that read it returns
+}
+
+// firstClock is clock while the poll grid has no origin: until a reading
+// that is not the zero instant.
+func (w *Worker) firstClock(reading time.Time) *stamp {
+	now := stampOf(reading)
+	w.origin = now
 	if !now.before(&w.now) {
 		w.now = now
 	}
-	return &w.now // unchanged until the call that read it returns
+	return &w.now
 }
 
 // nextPoll is the first instant after now on the grid of Polls from the
