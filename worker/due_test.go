@@ -278,6 +278,10 @@ func TestStampsOrderAsTime(t *testing.T) {
 		{}, wall, wall.In(time.FixedZone("x", 3600)), time.Now(), time.Now().Round(0),
 		time.Unix(maxStampSec, 999_999_999), time.Unix(-maxStampSec, 0), time.Unix(maxStampSec+1, 0),
 		time.Unix(-maxStampSec-1, 999_999_999), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		// The ends of the range again in UTC, where setAdd builds the sum
+		// with time.Unix rather than Add.
+		time.Unix(maxStampSec, 999_999_999).UTC(), time.Unix(-maxStampSec, 0).UTC(), time.Unix(maxStampSec+1, 0).UTC(),
+		time.Unix(-maxStampSec-1, 999_999_999).UTC(), time.Unix(0, 0).UTC(), time.Unix(-1, 999_999_999).UTC(),
 	}
 	durations := []time.Duration{0, 1, -1, time.Second, -time.Second, 1<<63 - 1, -1 << 63}
 	pick := func() time.Time {

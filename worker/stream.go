@@ -123,6 +123,14 @@ func (s *stamp) setAdd(a *stamp, d time.Duration) {
 	ns := a.ns + int64(d)
 	ok := a.ok && a.ns != math.MinInt64 && (ns > a.ns) == (d > 0) &&
 		ns >= -maxStampSec*1e9 && ns < (maxStampSec+1)*1e9
+	if ok && a.t.Location() == time.UTC {
+		// a.t has no monotonic reading (a.ok) and is in UTC, as a
+		// simulated clock's readings are: a.t.Add(d) is the instant ns
+		// after the Unix epoch in UTC, to the bit, which time.Unix builds
+		// without Add's carries, overflow checks and call.
+		s.t, s.ns, s.ok = time.Unix(0, ns).UTC(), ns, true
+		return
+	}
 	s.t, s.ns, s.ok = a.t.Add(d), ns, ok
 }
 
