@@ -279,24 +279,30 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 // the safety checker, one kind at a time. One switch for both, where each
 // had its own entry method, and in the loop that numbers each entry's
 // event and worker, where it was a method of its own called per entry:
-// the calls cost more than most of what they called.
+// the calls cost more than most of what they called. Entries are taken by
+// index: one is a few hundred bytes, too many to copy per step.
 func (k *Checker) judge(entries []Entry) {
 	p, c := &k.p, &k.c
-	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range entries {
 		e := &entries[i]
-		// Number e's event and worker, for the kinds that have them
-		// (cached is inlined; what it does not find goes to k.miss).
+		// Number e's event and worker, for the kinds that have them: by the
+		// string numbered last (they come in runs), cached, or k.miss.
 		at := ref{ev: -1, id: -1, wk: -1}
 		a := about[e.Kind]
 		if a&aboutWorker != 0 {
-			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-				at.wk = k.miss(&k.workers, e.Worker)
+			if at.wk = k.workers.numberedLast(e.Worker); at.wk < 0 {
+				if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+					at.wk = k.miss(&k.workers, e.Worker)
+				}
+				k.workers.last = recentName{s: e.Worker, plus: at.wk + 1}
 			}
 		}
 		if a&aboutEvent != 0 {
-			if at.id = k.ids.cached(e.ID); at.id < 0 {
-				at.id = k.miss(&k.ids, e.ID)
+			if at.id = k.ids.numberedLast(e.ID); at.id < 0 {
+				if at.id = k.ids.cached(e.ID); at.id < 0 {
+					at.id = k.miss(&k.ids, e.ID)
+				}
+				k.ids.last = recentName{s: e.ID, plus: at.id + 1}
 			}
 			at.ev = at.id
 			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
@@ -341,8 +347,7 @@ func (k *Checker) judge(entries []Entry) {
 			c.restarted(at)
 		case WriteRejected:
 			c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
-		case Discarded:
-		}
+		} // Discarded: nothing to judge
 	}
 }
 
