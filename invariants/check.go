@@ -572,9 +572,7 @@ func (c *checker) final() {
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
-	// The liveness deadline of every event accepted before the faults
-	// healed, computed once rather than per event.
-	healedBy := c.run.HealedAt.Add(c.run.LivenessBound)
+	lb := c.livenessBounds()
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]
@@ -599,7 +597,7 @@ func (c *checker) final() {
 			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
 			continue
 		}
-		c.liveness(id, v, end, healedBy)
+		c.liveness(id, v, end, &lb)
 	}
 }
 
@@ -626,21 +624,40 @@ func (c *checker) indexFinal() []int {
 	return finalOf
 }
 
-// liveness checks that the event settled by its deadline; healedBy is
-// HealedAt + LivenessBound.
-func (c *checker) liveness(id string, v *event, end, healedBy time.Time) {
-	p := &c.run.Policy
-	accepted := v.first.acceptedAt // the final record's could have been rewritten
-	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
+// livenessBounds is what every event's liveness deadline is made of,
+// computed once per run rather than per event.
+type livenessBounds struct {
+	healedBy time.Time     // HealedAt + LivenessBound
+	age      time.Duration // MaxAge + AttemptTimeout + Slack
+	// own is the deadline after acceptance of an event accepted at or
+	// after HealedAt: age, or LivenessBound if that is shorter.
+	own time.Duration
+}
+
+func (c *checker) livenessBounds() livenessBounds {
+	b := livenessBounds{age: c.run.Policy.MaxAge + c.run.Policy.AttemptTimeout + c.run.Slack}
+	b.own = b.age
 	if c.run.LivenessBound > 0 {
-		// LivenessBound after the later of acceptance and healing.
-		b := healedBy
-		if !c.run.HealedAt.After(accepted) {
-			b = accepted.Add(c.run.LivenessBound)
+		b.healedBy = c.run.HealedAt.Add(c.run.LivenessBound)
+		b.own = min(b.age, c.run.LivenessBound)
+	}
+	return b
+}
+
+// liveness checks that the event settled by its deadline: age after its
+// acceptance, or LivenessBound after the later of acceptance and healing
+// if that is earlier. (For acceptance at or after healing, that is the
+// shorter of the two durations: one time.Add per event, not two.)
+func (c *checker) liveness(id string, v *event, end time.Time, b *livenessBounds) {
+	accepted := v.first.acceptedAt // the final record's could have been rewritten
+	var deadline time.Time
+	if c.run.LivenessBound > 0 && c.run.HealedAt.After(accepted) {
+		deadline = accepted.Add(b.age)
+		if b.healedBy.Before(deadline) {
+			deadline = b.healedBy
 		}
-		if b.Before(deadline) {
-			deadline = b
-		}
+	} else {
+		deadline = accepted.Add(b.own)
 	}
 	settled := v.doneAt
 	if settled.IsZero() {
