@@ -109,6 +109,29 @@ func sameTime(a, b time.Time) bool {
 	return a == b || a.Equal(b)
 }
 
+// before is a.Before(b), settling a copy of the same instant without the
+// call: most attempts of a steady run start at the NextAt persisted before
+// them, which is compared on every start.
+func before(a, b time.Time) bool {
+	return a != b && a.Before(b)
+}
+
+// reached reports whether t is at or after u+d, as !t.Before(u.Add(d))
+// does, settling t == u without the calls (u+d is after u exactly when
+// d > 0): most attempts of a steady run start at their event's
+// acceptance, and each start is judged against acceptance plus MaxAge.
+func reached(t, u time.Time, d time.Duration) bool {
+	if t == u {
+		return d <= 0
+	}
+	return reachedAfter(t, u, d)
+}
+
+// reachedAfter is reached's call, outside it so that reached is inlined.
+func reachedAfter(t, u time.Time, d time.Duration) bool {
+	return !t.Before(u.Add(d))
+}
+
 // plus returns t.Add(d), settling d == 0 without the call: t.Add(0) is t,
 // field for field, and a single sender's run has no Skew, which a start of
 // an attempt is judged with.
