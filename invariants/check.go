@@ -109,6 +109,29 @@ func sameTime(a, b time.Time) bool {
 	return a == b || a.Equal(b)
 }
 
+// before is a.Before(b), settling a copy of the same instant without the
+// call: most attempts of a steady run start at the NextAt persisted before
+// them, which is compared on every start.
+func before(a, b time.Time) bool {
+	return a != b && a.Before(b)
+}
+
+// reached reports whether t is at or after u+d, as !t.Before(u.Add(d))
+// does, settling t == u without the calls (u+d is after u exactly when
+// d > 0): most attempts of a steady run start at their event's
+// acceptance, and each start is judged against acceptance plus MaxAge.
+func reached(t, u time.Time, d time.Duration) bool {
+	if t == u {
+		return d <= 0
+	}
+	return reachedAfter(t, u, d)
+}
+
+// reachedAfter is reached's call, outside it so that reached is inlined.
+func reachedAfter(t, u time.Time, d time.Duration) bool {
+	return !t.Before(u.Add(d))
+}
+
 // plus returns t.Add(d), settling d == 0 without the call: t.Add(0) is t,
 // field for field, and a single sender's run has no Skew, which a start of
 // an attempt is judged with.
@@ -279,24 +302,30 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 // the safety checker, one kind at a time. One switch for both, where each
 // had its own entry method, and in the loop that numbers each entry's
 // event and worker, where it was a method of its own called per entry:
-// the calls cost more than most of what they called.
+// the calls cost more than most of what they called. Entries are taken by
+// index: one is a few hundred bytes, too many to copy per step.
 func (k *Checker) judge(entries []Entry) {
 	p, c := &k.p, &k.c
-	// By index: an Entry is a few hundred bytes, too many to copy per step.
 	for i := range entries {
 		e := &entries[i]
-		// Number e's event and worker, for the kinds that have them
-		// (cached is inlined; what it does not find goes to k.miss).
+		// Number e's event and worker, for the kinds that have them: by the
+		// string numbered last (they come in runs), cached, or k.miss.
 		at := ref{ev: -1, id: -1, wk: -1}
 		a := about[e.Kind]
 		if a&aboutWorker != 0 {
-			if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-				at.wk = k.miss(&k.workers, e.Worker)
+			if at.wk = k.workers.numberedLast(e.Worker); at.wk < 0 {
+				if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
+					at.wk = k.miss(&k.workers, e.Worker)
+				}
+				k.workers.last = recentName{s: e.Worker, plus: at.wk + 1}
 			}
 		}
 		if a&aboutEvent != 0 {
-			if at.id = k.ids.cached(e.ID); at.id < 0 {
-				at.id = k.miss(&k.ids, e.ID)
+			if at.id = k.ids.numberedLast(e.ID); at.id < 0 {
+				if at.id = k.ids.cached(e.ID); at.id < 0 {
+					at.id = k.miss(&k.ids, e.ID)
+				}
+				k.ids.last = recentName{s: e.ID, plus: at.id + 1}
 			}
 			at.ev = at.id
 			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
@@ -341,8 +370,7 @@ func (k *Checker) judge(entries []Entry) {
 			c.restarted(at)
 		case WriteRejected:
 			c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
-		case Discarded:
-		}
+		} // Discarded: nothing to judge
 	}
 }
 
@@ -567,9 +595,7 @@ func (c *checker) final() {
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
-	// The liveness deadline of every event accepted before the faults
-	// healed, computed once rather than per event.
-	healedBy := c.run.HealedAt.Add(c.run.LivenessBound)
+	lb := c.livenessBounds()
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]
@@ -594,7 +620,7 @@ func (c *checker) final() {
 			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
 			continue
 		}
-		c.liveness(id, v, end, healedBy)
+		c.liveness(id, v, end, &lb)
 	}
 }
 
@@ -621,21 +647,40 @@ func (c *checker) indexFinal() []int {
 	return finalOf
 }
 
-// liveness checks that the event settled by its deadline; healedBy is
-// HealedAt + LivenessBound.
-func (c *checker) liveness(id string, v *event, end, healedBy time.Time) {
-	p := &c.run.Policy
-	accepted := v.first.acceptedAt // the final record's could have been rewritten
-	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
+// livenessBounds is what every event's liveness deadline is made of,
+// computed once per run rather than per event.
+type livenessBounds struct {
+	healedBy time.Time     // HealedAt + LivenessBound
+	age      time.Duration // MaxAge + AttemptTimeout + Slack
+	// own is the deadline after acceptance of an event accepted at or
+	// after HealedAt: age, or LivenessBound if that is shorter.
+	own time.Duration
+}
+
+func (c *checker) livenessBounds() livenessBounds {
+	b := livenessBounds{age: c.run.Policy.MaxAge + c.run.Policy.AttemptTimeout + c.run.Slack}
+	b.own = b.age
 	if c.run.LivenessBound > 0 {
-		// LivenessBound after the later of acceptance and healing.
-		b := healedBy
-		if !c.run.HealedAt.After(accepted) {
-			b = accepted.Add(c.run.LivenessBound)
+		b.healedBy = c.run.HealedAt.Add(c.run.LivenessBound)
+		b.own = min(b.age, c.run.LivenessBound)
+	}
+	return b
+}
+
+// liveness checks that the event settled by its deadline: age after its
+// acceptance, or LivenessBound after the later of acceptance and healing
+// if that is earlier. (For acceptance at or after healing, that is the
+// shorter of the two durations: one time.Add per event, not two.)
+func (c *checker) liveness(id string, v *event, end time.Time, b *livenessBounds) {
+	accepted := v.first.acceptedAt // the final record's could have been rewritten
+	var deadline time.Time
+	if c.run.LivenessBound > 0 && c.run.HealedAt.After(accepted) {
+		deadline = accepted.Add(b.age)
+		if b.healedBy.Before(deadline) {
+			deadline = b.healedBy
 		}
-		if b.Before(deadline) {
-			deadline = b
-		}
+	} else {
+		deadline = accepted.Add(b.own)
 	}
 	settled := v.doneAt
 	if settled.IsZero() {

@@ -24,6 +24,9 @@ type names struct {
 	// indexed: two strings met in a slot of recent, which no longer holds
 	// every string numbered.
 	indexed bool
+	// last is the string judge numbered last (see numberedLast), emptied
+	// by reset: a string's number stays its own until then.
+	last recentName
 }
 
 type recentName struct {
@@ -67,6 +70,7 @@ func (n *names) reset() {
 		n.recent[n.slot(s)] = recentName{}
 	}
 	clear(n.list) // let the last run's strings go
+	n.last = recentName{}
 	n.list = n.list[:0]
 	if n.indexed {
 		clear(n.index)
@@ -84,6 +88,16 @@ func (n *names) cached(s string) int {
 	// same(r.s, s), written out to stay within the inlining budget.
 	if len(r.s) == len(s) && unsafe.StringData(r.s) == unsafe.StringData(s) {
 		return r.plus - 1 // -1 for an empty slot
+	}
+	return -1
+}
+
+// numberedLast returns the number of s if it is the very string (the same
+// bytes) numbered last, or -1: a log names one event, or one worker, in
+// several entries in a row, and this settles them with one compare.
+func (n *names) numberedLast(s string) int {
+	if same(n.last.s, s) {
+		return n.last.plus - 1 // -1 while last is empty
 	}
 	return -1
 }

@@ -283,10 +283,10 @@ func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 // prev is the event's record before.
 func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machine.Record) {
 	r, pol := &e.Record, &p.run.Policy
-	if deadline := v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew); !e.At.Before(deadline) {
+	if reached(e.At, v.first.acceptedAt, pol.MaxAge+p.run.Skew) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
-	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && plus(e.At, p.run.Skew).Before(prev.NextAt) {
+	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && before(plus(e.At, p.run.Skew), prev.NextAt) {
 		inv := Recovery
 		if v.writer == w.writer() {
 			inv = RetryTiming
