@@ -371,7 +371,11 @@ func (s *sim) deliver(n *node, r worker.Reply) {
 // its callers, not through a closure passed in: a closure's call and its
 // copy of the effects cost at every call of a worker.
 func (s *sim) called(n *node, inc int, at time.Time, fx worker.Effects) {
-	if inc != n.inc || n.down {
+	switch {
+	case inc != n.inc || n.down:
+		return
+	case len(fx.Sends) == 0 && len(fx.Probes) == 0:
+		s.reschedule(n) // all the rest would do: most calls hand nothing out
 		return
 	}
 	r := &s.w.Restarts
@@ -392,10 +396,6 @@ func (s *sim) called(n *node, inc int, at time.Time, fx worker.Effects) {
 		}
 	}
 	if len(sends) == 0 {
-		if len(fx.Probes) == 0 {
-			s.reschedule(n) // all perform would do: most calls hand nothing out
-			return
-		}
 		s.perform(n, nil, fx.Probes)
 		return
 	}
