@@ -226,9 +226,13 @@ func (q *queue) supersede(i int) {
 // superseded is the place in payloads of a superseded wake: none.
 const superseded = -1
 
-// findFirstWake finds the earliest pending wake.
+// findFirstWake finds the earliest pending wake. With none pending, as
+// after most wakes of a single sender, there is nothing to look for.
 func (q *queue) findFirstWake() {
 	q.wakeFirst = 0
+	if q.nwakes == 0 {
+		return
+	}
 	for i := range q.wakes {
 		w := &q.wakes[i]
 		if w.pending && (q.wakeFirst == 0 || w.before(&q.wakes[q.wakeFirst-1].slot)) {
