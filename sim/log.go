@@ -145,7 +145,7 @@ func (b *buffers) release(s *sim) {
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(s.q.payloads) // what is left when a run stops at its time limit
 	clear(s.q.wakes)
-	b.q = queue{heap: s.q.heap[:0], run: s.q.run[:0], payloads: s.q.payloads[:0], free: s.q.free[:0], wakes: s.q.wakes[:0]}
+	b.q = s.q.emptied()
 	clear(b.lastFlight) // pointers to flights, which are reset below
 	clear(b.final)      // pointers to the result's records
 	// A line longer than the room left grows the encoding's buffer past

@@ -84,8 +84,13 @@ func (n *node) owner() string {
 // now.Add(skew) (TestClockIsNowAdd), unless the offset overflows.
 func (s *sim) clock(n *node) time.Time {
 	if n.skew == 0 {
-		return s.now
+		return s.now // inlined, as most of the calls come here
 	}
+	return s.skewed(n)
+}
+
+// skewed is clock for a node with a skew.
+func (s *sim) skewed(n *node) time.Time {
 	if d := s.elapsed + n.skew; (d > s.elapsed) == (n.skew > 0) {
 		return epochAdd(d)
 	}
@@ -187,7 +192,7 @@ func (s *sim) boot(n *node) {
 		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
 	}
 	n.w = w
-	s.call(n, s.clock(n), func(at time.Time) worker.Effects { return w.Advance(bg, at) })
+	s.advanceAt(n, s.clock(n))
 }
 
 // maxStreams is how many streams one worker owns at once.
@@ -333,6 +338,10 @@ func (s *sim) woken(n *node, inc, token int) {
 // that stands between it and a stale write.
 func (s *sim) advance(n *node) {
 	at := s.clock(n)
+	if len(s.stalls) == 0 {
+		s.advanceAt(n, at) // most runs have no stall: due would say so, at a call's cost
+		return
+	}
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
@@ -342,18 +351,31 @@ func (s *sim) advance(n *node) {
 	s.advanceAt(n, at)
 }
 
+// advanceAt calls n's worker's Advance at its clock reading at.
 func (s *sim) advanceAt(n *node, at time.Time) {
-	s.call(n, at, func(at time.Time) worker.Effects { return n.w.Advance(bg, at) })
+	inc := n.inc
+	s.called(n, inc, at, n.w.Advance(bg, at))
 }
 
-// call makes one call of n's worker at its clock reading at, then
-// performs what it hands out and sets the next Advance. Under
+// deliver hands n's worker the outcome of one of its sends or probes.
+func (s *sim) deliver(n *node, r worker.Reply) {
+	at, inc := s.clock(n), n.inc
+	s.called(n, inc, at, n.w.Deliver(bg, at, r))
+}
+
+// called follows a call of incarnation inc of n's worker, made at its
+// clock reading at, that handed out fx: it performs them and sets the
+// next Advance, unless the node crashed meanwhile. Under
 // Restarts.CrashAfterPersistRate the single sender may crash right after
-// the call, its sends persisted but never made.
-func (s *sim) call(n *node, at time.Time, f func(at time.Time) worker.Effects) {
-	inc := n.inc
-	fx := f(at)
-	if inc != n.inc || n.down {
+// the call, its sends persisted but never made. The calls are made by
+// its callers, not through a closure passed in: a closure's call and its
+// copy of the effects cost at every call of a worker.
+func (s *sim) called(n *node, inc int, at time.Time, fx worker.Effects) {
+	switch {
+	case inc != n.inc || n.down:
+		return
+	case len(fx.Sends) == 0 && len(fx.Probes) == 0:
+		s.reschedule(n) // all the rest would do: most calls hand nothing out
 		return
 	}
 	r := &s.w.Restarts
@@ -415,11 +437,6 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	s.reschedule(n)
 }
 
-// deliver hands n's worker the outcome of one of its sends or probes.
-func (s *sim) deliver(n *node, r worker.Reply) {
-	s.call(n, s.clock(n), func(at time.Time) worker.Effects { return n.w.Deliver(bg, at, r) })
-}
-
 // later schedules fn for node n at the instant at. When it comes, a node
 // that crashed since does nothing, and a stalled one does it when it wakes.
 func (s *sim) later(n *node, at time.Time, fn func()) {
@@ -478,7 +495,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 
 // observed turns a worker's event into trace lines and the checker's
 // observations (internal/record, the mapping every recorder shares), at
-// the virtual instant. Sends are observed when they leave (call), which a
+// the virtual instant. Sends are observed when they leave (called), which a
 // pause may delay past the worker's handing them out.
 func (s *sim) observed(n *node, ev *worker.Event) {
 	switch ev.Kind {

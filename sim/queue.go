@@ -82,21 +82,27 @@ func (a *slot) before(b *slot) bool {
 }
 
 // queue holds the pending happenings: slots compared by two integers, in
-// a binary min-heap and a sorted run beside it, payloads held by value in
+// a binary min-heap and sorted runs beside it, payloads held by value in
 // a slab apart, their places reused. Scheduling one allocates nothing but
 // its closure, if it has one.
 //
-// A happening scheduled no earlier than the run's last one joins the end
+// A happening scheduled no earlier than its run's last one joins the end
 // of the run, which then stays sorted (its scheduling order is later
 // too), instead of the heap. The workload's offers, scheduled in order at
-// the start, and timeouts a fixed delay after them, land there: the heap
-// is left with fewer slots, and a run costs one comparison to join and to
-// leave. The next happening is the earlier of the heap's first and the
-// run's first, so the order is the same as with the heap alone.
+// the start, land in the first run (runAny); the producer's
+// acknowledgement timeouts, a fixed delay after each offer, in one of
+// their own (runTimeouts), where no earlier happening gets in their way:
+// the heap is left with fewer slots, and a run costs one comparison to
+// join and to leave. The next happening is the earliest of the heap's
+// first and the runs' firsts, so the order is the same as with the heap
+// alone.
 type queue struct {
-	heap     []slot
-	run      []slot // run[runAt:] pending, in order
-	runAt    int
+	heap []slot
+	runs [nRuns]run
+	// runFirst is 1 + the index of the run whose first slot goes first,
+	// 0 if all are empty: a run's first changes only when it is taken or
+	// the run was empty, not at every next, which compares only it.
+	runFirst int
 	payloads []happening
 	free     []int32 // places in payloads not in use
 	// held is one more than the place of the happening next returned
@@ -133,7 +139,32 @@ type wakeTimer struct {
 	pending   bool
 }
 
-func (q *queue) Len() int { return len(q.heap) + len(q.run) - q.runAt + q.nwakes }
+func (q *queue) Len() int {
+	a, t := &q.runs[runAny], &q.runs[runTimeouts]
+	return len(q.heap) + q.nwakes + len(a.s) - a.at + len(t.s) - t.at
+}
+
+// run is a sorted run of slots, s[at:] pending.
+type run struct {
+	s  []slot
+	at int
+}
+
+// The runs of a queue: where happenings of a kind join.
+const (
+	runAny      = iota // any happening
+	runTimeouts        // the producer's acknowledgement timeouts
+	nRuns
+)
+
+// emptied returns q emptied, keeping its room for a later run's.
+func (q *queue) emptied() queue {
+	e := queue{heap: q.heap[:0], payloads: q.payloads[:0], free: q.free[:0], wakes: q.wakes[:0]}
+	for i := range q.runs {
+		e.runs[i].s = q.runs[i].s[:0]
+	}
+	return e
+}
 
 func (q *queue) schedule(at time.Time, do func()) {
 	q.foreground++
@@ -195,9 +226,13 @@ func (q *queue) supersede(i int) {
 // superseded is the place in payloads of a superseded wake: none.
 const superseded = -1
 
-// findFirstWake finds the earliest pending wake.
+// findFirstWake finds the earliest pending wake. With none pending, as
+// after most wakes of a single sender, there is nothing to look for.
 func (q *queue) findFirstWake() {
 	q.wakeFirst = 0
+	if q.nwakes == 0 {
+		return
+	}
 	for i := range q.wakes {
 		w := &q.wakes[i]
 		if w.pending && (q.wakeFirst == 0 || w.before(&q.wakes[q.wakeFirst-1].slot)) {
@@ -251,7 +286,11 @@ func (q *queue) scheduleProbeAnswer(at time.Duration, pr *probing) {
 // of the workload's event i.
 func (q *queue) scheduleOffer(at time.Duration, what what, i, copy int) {
 	q.foreground++
-	h := q.add(int64(at))
+	r := runAny
+	if what == doAckTimeout {
+		r = runTimeouts
+	}
+	h := q.addTo(int64(at), r)
 	h.what, h.event, h.copy = what, int32(i), int32(copy)
 }
 
@@ -279,7 +318,10 @@ func sinceEpoch(t time.Time) time.Duration {
 // for the caller to fill in at once: one built apart and passed by value
 // was zeroed and copied three times on its way into payloads. The pointer
 // is good until the next add, which may move payloads.
-func (q *queue) add(key int64) *happening {
+func (q *queue) add(key int64) *happening { return q.addTo(key, runAny) }
+
+// addTo is add, joining run i if it can.
+func (q *queue) addTo(key int64, i int) *happening {
 	var at int32
 	if n := len(q.free); n > 0 {
 		at = q.free[n-1]
@@ -291,8 +333,11 @@ func (q *queue) add(key int64) *happening {
 	h := &q.payloads[at]
 	*h = happening{key: key}
 	q.seq++
-	if n := len(q.run); n == q.runAt || key >= q.run[n-1].key {
-		q.run = append(q.run, slot{key: key, seq: q.seq, slot: at})
+	if r := &q.runs[i]; len(r.s) == r.at {
+		r.s = append(r.s, slot{key: key, seq: q.seq, slot: at})
+		q.findFirstRun()
+	} else if key >= r.s[len(r.s)-1].key {
+		r.s = append(r.s, slot{key: key, seq: q.seq, slot: at})
 	} else {
 		q.up(slot{key: key, seq: q.seq, slot: at})
 	}
@@ -330,25 +375,28 @@ func (q *queue) next() *happening {
 		q.free = append(q.free, q.held-1)
 		q.held = 0
 	}
-	// The earliest of the run's first, the heap's and the first wake.
+	// The earliest of the runs' firsts, the heap's and the first wake.
 	var first *slot
-	fromRun := q.runAt < len(q.run) && (len(q.heap) == 0 || q.run[q.runAt].before(&q.heap[0]))
-	if fromRun {
-		first = &q.run[q.runAt]
-	} else if len(q.heap) > 0 {
+	from := fromHeap
+	if len(q.heap) > 0 {
 		first = &q.heap[0]
+	}
+	if i := q.runFirst - 1; i >= 0 {
+		if r := &q.runs[i]; first == nil || r.s[r.at].before(first) {
+			first, from = &r.s[r.at], i
+		}
 	}
 	if q.wakeFirst > 0 && (first == nil || q.wakes[q.wakeFirst-1].before(first)) {
 		return q.takeWake() // a background chore
 	}
 	var top int32
 	key := first.key
-	if fromRun {
-		top = first.slot
-		q.runAt++
-		q.trimRun()
-	} else {
+	if from == fromHeap {
 		top = q.down()
+	} else {
+		top = first.slot
+		q.runs[from].take()
+		q.findFirstRun()
 	}
 	if top == superseded {
 		q.woke = happening{key: key, what: doNothing, background: true}
@@ -362,15 +410,39 @@ func (q *queue) next() *happening {
 	return x
 }
 
-// trimRun empties the run once it is all taken, or moves what is left to
-// the front once most of it is, so that it does not grow without end.
-func (q *queue) trimRun() {
-	switch n := len(q.run); {
-	case q.runAt == n:
-		q.run, q.runAt = q.run[:0], 0
-	case q.runAt >= 64 && 2*q.runAt >= n:
-		q.run = q.run[:copy(q.run, q.run[q.runAt:])]
-		q.runAt = 0
+// fromHeap is where next finds its first slot when it is the heap's.
+const fromHeap = -1
+
+// findFirstRun finds the run whose first slot goes first (runFirst).
+func (q *queue) findFirstRun() {
+	q.runFirst = 0
+	var first *slot
+	for i := range q.runs {
+		if s := q.runs[i].first(); s != nil && (first == nil || s.before(first)) {
+			first, q.runFirst = s, i+1
+		}
+	}
+}
+
+// first returns the run's first slot, nil if none is pending.
+func (r *run) first() *slot {
+	if r.at < len(r.s) {
+		return &r.s[r.at]
+	}
+	return nil
+}
+
+// take removes the run's first slot. The run is emptied once it is all
+// taken, or what is left moves to the front once most of it is, so that
+// it does not grow without end.
+func (r *run) take() {
+	r.at++
+	switch n := len(r.s); {
+	case r.at == n:
+		r.s, r.at = r.s[:0], 0
+	case r.at >= 64 && 2*r.at >= n:
+		r.s = r.s[:copy(r.s, r.s[r.at:])]
+		r.at = 0
 	}
 }
 

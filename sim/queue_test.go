@@ -285,22 +285,36 @@ func TestAppendQuoteIsStrconv(t *testing.T) {
 // TestQueueAgainstSort pushes and pops happenings at random and holds
 // every pop to the earliest pending one by (instant, scheduling order),
 // found by a plain scan. Some are pushed while the last one popped is
-// still in hand, as the simulator does, and must not disturb it.
+// still in hand, as the simulator does, and must not disturb it. Half are
+// acknowledgement timeouts, which have a run of their own: mostly a fixed
+// delay after the last one popped, as the producer's are, which join it,
+// but some anywhere, which may not.
 func TestQueueAgainstSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var q queue
 	type pend struct {
-		key int64
-		seq int
+		key  int64
+		seq  int
+		what what
 	}
 	var want []pend
 	seq := 0
+	var now int64 // the last popped
+	schedule := func(k int64) {
+		seq++
+		p := pend{k, seq, doOffer}
+		if r.IntN(2) == 0 {
+			p.what = doAckTimeout
+			if r.IntN(8) > 0 {
+				p.key = now + 30
+			}
+		}
+		q.scheduleOffer(time.Duration(p.key), p.what, seq, 0)
+		want = append(want, p)
+	}
 	for step := range 100_000 {
 		if len(want) == 0 || r.IntN(2) == 0 {
-			seq++
-			k := r.Int64N(50) // few instants: many ties
-			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
-			want = append(want, pend{k, seq})
+			schedule(r.Int64N(50)) // few instants: many ties
 			continue
 		}
 		first := 0
@@ -312,18 +326,45 @@ func TestQueueAgainstSort(t *testing.T) {
 		got := q.next()
 		popped := want[first]
 		want = slices.Delete(want, first, first+1)
+		now = popped.key
 		// What is scheduled while a happening is handled (before the next
 		// next) must not change it, though the slab may move. (Only while
 		// few are pending, so that the queue does not grow without end.)
 		for range r.IntN(3) * min(1, max(0, 50-len(want))) {
-			seq++
-			k := popped.key + r.Int64N(50)
-			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
-			want = append(want, pend{k, seq})
+			schedule(popped.key + r.Int64N(50))
 		}
-		if got.key != popped.key || int(got.event) != popped.seq {
-			t.Fatalf("step %d: popped (%d, %d), want (%d, %d)", step, got.key, got.event, popped.key, popped.seq)
+		if got.key != popped.key || int(got.event) != popped.seq || got.what != popped.what {
+			t.Fatalf("step %d: popped (%d, %d, %v), want (%d, %d, %v)", step, got.key, got.event, got.what, popped.key, popped.seq, popped.what)
 		}
+	}
+}
+
+// TestQueueRunsMeetTheHeap schedules what lands in each run and in the
+// heap, each run joined while empty and while not, and holds the pops to
+// the order of their instants: a run's first is weighed against the
+// others' whenever it changes.
+func TestQueueRunsMeetTheHeap(t *testing.T) {
+	var q queue
+	for _, x := range []struct {
+		at   int64
+		what what
+	}{
+		{20, doOffer},      // the first run, empty
+		{10, doOffer},      // the heap: earlier than the run's last
+		{5, doAckTimeout},  // the timeouts' run, empty
+		{25, doOffer},      // the first run, not empty
+		{7, doAckTimeout},  // the timeouts' run, not empty
+		{6, doAckTimeout},  // the heap: earlier than the timeouts' last
+		{30, doAckTimeout}, // the timeouts' run again
+	} {
+		q.scheduleOffer(time.Duration(x.at), x.what, int(x.at), 0)
+	}
+	var got []int64
+	for q.Len() > 0 {
+		got = append(got, q.next().key)
+	}
+	if want := []int64{5, 6, 7, 10, 20, 25, 30}; !slices.Equal(got, want) {
+		t.Errorf("popped %v, want %v", got, want)
 	}
 }
 
