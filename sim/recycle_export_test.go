@@ -11,21 +11,18 @@ import (
 // read what a past run left before writing it whole.
 func PoisonRecycled() {
 	junk := machine.Record{ID: "junk", Seq: 99, Payload: []byte("junk"), State: machine.Dead, Attempts: 9, Reason: 1}
-	entry := invariants.Entry{Step: 7, Kind: invariants.Kind(3), ID: "junk", Seq: 9, Attempt: 9, Record: junk, Worker: "junk", Token: 9, RetryAfter: 9, Detail: "junk"}
-	slabPool.mu.Lock()
-	for _, s := range slabPool.free {
+	poison(&slabPool, invariants.Entry{Step: 7, Kind: invariants.Kind(3), ID: "junk", Seq: 9, Attempt: 9, Record: junk, Worker: "junk", Token: 9, RetryAfter: 9, Detail: "junk"})
+	poison(&finalsPool, junk)
+}
+
+// poison sets every value a buffer in p has room for to junk.
+func poison[T any](p *pool[[]T], junk T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.free {
 		s = s[:cap(s)]
 		for i := range s {
-			s[i] = entry
+			s[i] = junk
 		}
 	}
-	slabPool.mu.Unlock()
-	finalsPool.mu.Lock()
-	for _, f := range finalsPool.free {
-		f = f[:cap(f)]
-		for i := range f {
-			f[i] = junk
-		}
-	}
-	finalsPool.mu.Unlock()
 }
