@@ -19,7 +19,7 @@ import (
 // runs (buffers); the logs the Result holds are one exact allocation.
 type obsLog struct {
 	entries []invariants.Entry
-	streams []int32 // the stream of entries[i]
+	streams []int32 // the stream of entries[i], when there are several
 	counts  []int   // entries per stream so far: the next entry's Step
 }
 
@@ -219,16 +219,26 @@ var (
 // and returns it to be filled in place: an entry is some 264 bytes, and
 // building one apart and then appending it zeroes and copies it twice.
 func (l *obsLog) next(i int, at time.Time) *invariants.Entry {
-	l.reserve(1)
-	// Zeroed in place: an append of a zero Entry builds one and copies it.
 	n := len(l.entries)
+	if n == cap(l.entries) {
+		l.reserve(1)
+	}
+	// Zeroed in place: an append of a zero Entry builds one and copies it.
 	l.entries = l.entries[:n+1]
 	e := &l.entries[n]
 	*e = invariants.Entry{}
 	e.At, e.Step = at, l.counts[i]
 	l.counts[i]++
-	l.streams = append(l.streams, int32(i))
+	l.of(i)
 	return e
+}
+
+// of records that the entry just logged is stream i's, for cut, which
+// needs it only to tell several streams' entries apart.
+func (l *obsLog) of(i int) {
+	if len(l.counts) > 1 {
+		l.streams = append(l.streams, int32(i))
+	}
 }
 
 // reserve makes room for n more entries without an append growing the
@@ -245,12 +255,14 @@ func (l *obsLog) reserve(n int) {
 // stamp logs the entries from index from on, appended to the buffer
 // directly, in stream i's log at instant at, numbering them.
 func (l *obsLog) stamp(i int, from int, at time.Time) {
+	step := l.counts[i]
 	for j := from; j < len(l.entries); j++ {
 		e := &l.entries[j]
-		e.At, e.Step = at, l.counts[i]
-		l.counts[i]++
-		l.streams = append(l.streams, int32(i))
+		e.At, e.Step = at, step
+		step++
+		l.of(i)
 	}
+	l.counts[i] = step
 }
 
 // cut hands each run its stream's entries, in order, all in one slab (a
@@ -296,14 +308,18 @@ func (l *obsLog) cut(runs []invariants.Run) []invariants.Entry {
 // overwritten by a later run. Stats, Hash, Trace and Violations are not
 // touched. A sweep, which keeps only each run's summary, recycles every
 // run; anything that keeps a Result must not.
+//
+// The records and entries are not cleared: a later run overwrites each
+// whole before it reads it (see recycledUnread). Until then a pooled
+// buffer keeps alive what its last run's point to, payloads mostly: at
+// most poolMax buffers' worth, where clearing every entry was some 1% of
+// a short run.
 func Recycle(r Result) {
 	if r.finals != nil && cap(r.finals) <= poolMaxRecords {
-		clear(r.finals) // drop the payloads until the records are reused
 		finalsPool.put(r.finals[:0])
 	}
 	if r.slab == nil || cap(r.slab) > poolMaxEntries {
 		return
 	}
-	clear(r.slab) // drop what the entries point to until they are reused
 	slabPool.put(r.slab[:0])
 }

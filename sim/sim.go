@@ -160,6 +160,8 @@ type sim struct {
 	trace         []string           // the text of every line, with Options.Trace
 	hash          xxhash.Digest      // of the encoded lines (trace.go)
 	enc           []byte             // encoded lines not yet fed to hash
+	at            varintMemo         // the encoding of elapsed (lineHead)
+	lineText      lineText           // of the line being built, with Options.Trace (line)
 	stats         Stats
 }
 
@@ -451,7 +453,7 @@ func (s *sim) offer(i, copy int) {
 		s.firstOffer = s.now
 	}
 	s.stats.Offers++
-	s.note(nil, opOffer, str(id), num(copy))
+	s.line(nil, opOffer).str(id).num(copy).done()
 	s.observe(invariants.Offered, id)
 	s.coverEvent(FaultDuplicateOffer, i)
 	// Each copy differs, so a store or machine that let a second offer
@@ -509,9 +511,11 @@ func (s *sim) inWindows(ws []Window) bool {
 // send puts one attempt on the channel. Whatever happens, the sender gets
 // exactly one outcome for it: the reply, or a timeout at ClientTimeout.
 func (s *sim) send(n *node, x worker.Send) {
-	c := s.w.Channel
+	c := &s.w.Channel
+	// Set field by field, on the zero flight new returns: a composite
+	// literal is built whole and then copied.
 	f := s.buf.flights.new()
-	*f = flight{n: n, x: x, key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, event: s.eventIndex(x.ID)}
+	f.n, f.x, f.key, f.event = n, x, attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, s.eventIndex(x.ID)
 	s.sends[f.event]++ // the event's Sent entries (result)
 	s.track(f)
 	attempt := x.Attempt.Attempt
@@ -598,7 +602,7 @@ func (f *flight) claim() bool {
 
 // arrive is f reaching the receiver.
 func (s *sim) arrive(f *flight) {
-	x, attempt := f.x, f.x.Attempt.Attempt
+	x, attempt := &f.x, f.x.Attempt.Attempt // x not copied: a Send is large
 	i := f.event
 	if f.late {
 		s.coverEvent(FaultLate, i)
@@ -610,7 +614,7 @@ func (s *sim) arrive(f *flight) {
 	case rejectedStubborn:
 		s.coverEvent(FaultStubborn, i)
 	}
-	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
+	s.line(nil, opReceiver).str(v.String()).str(x.ID).unum(x.Seq).num(attempt).done()
 	switch v {
 	case applied:
 		e := s.observe(invariants.Applied, x.ID)
@@ -633,23 +637,23 @@ func (s *sim) arrive(f *flight) {
 
 // answer hands f's sender one of its outcomes, unless it has one already.
 func (s *sim) answer(f *flight, which uint8) {
-	n, x, attempt := f.n, f.x, f.x.Attempt.Attempt
+	n, x, attempt := f.n, &f.x, f.x.Attempt.Attempt // x not copied: a Send is large
 	outcome, retryAfter, why := f.outcome, f.retryAfter, f.why
 	if which == answerTimeout {
 		outcome, retryAfter, why = machine.OutcomeTimedOut, 0, "client timeout"
 	}
 	if !f.claim() {
-		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
+		s.line(n, opReplyGaveUp).str(x.ID).num(attempt).str(outcome.String()).done()
 		return
 	}
 	if why != "" {
-		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
+		s.line(n, opChannel).str(x.ID).num(attempt).str(why).done()
 	}
 	// Noted through a pointer to the sim's own scratch: a Result boxed as
 	// an Input would be an allocation per answer.
 	s.scratchResult = machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
-	s.note(n, opIn, input(&s.scratchResult))
-	s.deliver(n, reply(x, outcome, retryAfter))
+	s.noteResult(n, &s.scratchResult)
+	s.deliver(n, reply(*x, outcome, retryAfter))
 }
 
 // coverSend counts a fault that struck a send. A fenced-off owner's late

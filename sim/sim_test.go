@@ -418,3 +418,33 @@ func TestRecycledFinals(t *testing.T) {
 		sim.Recycle(again)
 	}
 }
+
+// TestRecycledUnread: a run on buffers that recycled results gave back
+// (not cleared, and here filled with junk) is the same run as one on new
+// memory: its logs, Final records, stats, verdict and hash.
+func TestRecycledUnread(t *testing.T) {
+	for _, streams := range []int{1, 3} {
+		w := faulty(11)
+		w.Streams = streams
+		run := func() sim.Result {
+			r, err := sim.Run(w, 11, sim.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		want := run() // kept: its memory is never recycled
+		for range 3 {
+			sim.Recycle(run())
+			sim.PoisonRecycled()
+			got := run()
+			if diff := cmp.Diff(want.Runs, got.Runs); diff != "" {
+				t.Fatalf("%d streams: the logs on recycled buffers (-new memory +recycled):\n%s", streams, diff)
+			}
+			if got.Hash != want.Hash || got.Stats != want.Stats || len(got.Violations) != len(want.Violations) {
+				t.Fatalf("%d streams: on recycled buffers hash %s, stats %+v, %d violations; want %s, %+v, %d", streams, got.Hash, got.Stats, len(got.Violations), want.Hash, want.Stats, len(want.Violations))
+			}
+			sim.Recycle(got)
+		}
+	}
+}

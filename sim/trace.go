@@ -216,6 +216,99 @@ func (s *sim) noteRecord(n *node, o op, r *machine.Record) {
 	s.lineDone(appendRecord(b, r))
 }
 
+// line is a trace line being noted by a caller that hands its arguments
+// one at a time, as typed values: note(n, o, str(a), num(b)) is
+// s.line(n, o).str(a).num(b).done(). It spares the hottest lines the
+// args that note zeroes, fills and switches on. With Options.Trace, the
+// text's arguments are decoded from the line's encoding (lineArgs).
+type line struct {
+	s *sim
+	b []byte
+}
+
+// line starts a line of o by worker n (nil for none).
+func (s *sim) line(n *node, o op) line {
+	name := nodeName(n)
+	b := s.lineHead(o, name)
+	if s.opt.Trace {
+		s.lineText = lineText{name: name, o: o, from: len(b)}
+	}
+	return line{s, b}
+}
+
+// lineText is what the text of the line being built is made from: its
+// arguments are its encoding from index from on.
+type lineText struct {
+	name string
+	o    op
+	from int
+}
+
+func (l line) str(v string) line {
+	l.b = appendString(append(l.b, byte(kStr)), v)
+	return l
+}
+
+func (l line) num(v int) line {
+	l.b = appendVarint(append(l.b, byte(kInt)), int64(v))
+	return l
+}
+
+func (l line) unum(v uint64) line {
+	l.b = appendUvarint(append(l.b, byte(kUint)), v)
+	return l
+}
+
+// done ends the line, as note does.
+func (l line) done() {
+	s := l.s
+	if s.opt.Trace {
+		t := &s.lineText
+		s.trace = append(s.trace, formatLine(s.now, t.name, t.o, lineArgs(l.b[t.from:])))
+	}
+	s.lineDone(l.b)
+}
+
+// lineArgs decodes the arguments a line encodes (as line's methods do:
+// strings and integers) for its text.
+func lineArgs(b []byte) []arg {
+	var args []arg
+	for len(b) > 0 {
+		k := argKind(b[0])
+		u, n := binary.Uvarint(b[1:])
+		b = b[1+n:]
+		switch k {
+		case kStr:
+			args, b = append(args, str(string(b[:u]))), b[u:]
+		case kInt:
+			args = append(args, arg{k: kInt, n: uint64(int64(u>>1) ^ -int64(u&1))})
+		case kUint:
+			args = append(args, unum(u))
+		default:
+			panic(fmt.Sprintf("sim: a line's argument of kind %d", k))
+		}
+	}
+	return args
+}
+
+// noteResult is note(n, opIn, input(in)), the line of every outcome a
+// sender is handed, encoded directly as noteRecord's is. Its instant is
+// most often the line's own (a worker's clock unskewed), whose encoding
+// lineHead has just memoized.
+func (s *sim) noteResult(n *node, in *machine.Result) {
+	if s.opt.Trace {
+		s.note(n, opIn, input(in))
+		return
+	}
+	b := s.lineHead(opIn, nodeName(n))
+	b = appendResultBody(append(b, byte(kInput)), in)
+	at, ok := int64(sinceEpoch(in.At)), false
+	if b, ok = s.at.put(b, at); !ok {
+		b = appendVarint(b, at)
+	}
+	s.lineDone(b)
+}
+
 // nodeName is the name a trace line gives node n: none for nil.
 func nodeName(n *node) string {
 	if n == nil {
@@ -228,11 +321,41 @@ func nodeName(n *node) string {
 // worker. Its arguments follow, then lineDone.
 func (s *sim) lineHead(o op, name string) []byte {
 	b := append(s.enc, byte(o))
-	b = appendVarint(b, int64(s.elapsed))
+	n, at := len(b), int64(s.elapsed)
+	// The instant's encoding, five to eight bytes of a loop each, is
+	// memoized: the lines of a run come in runs of a few at one instant.
+	// It is copied whole, as one 16-byte move, when b has the room (the
+	// bytes past the encoding are overwritten by what follows or unused).
+	if m := &s.at; m.n != 0 && m.x == at && cap(b)-n >= len(m.enc) {
+		*(*[16]byte)(b[n : n+len(m.enc)]) = m.enc
+		b = b[:n+int(m.n)]
+	} else if b = appendVarint(b, at); cap(b)-n >= len(m.enc) {
+		m.x, m.n, m.enc = at, uint8(len(b)-n), *(*[16]byte)(b[n : n+len(m.enc)])
+	}
 	if name == "" { // every line of a single sender's run, and the world's
 		return append(b, 0) // appendString's, without a copy of nothing
 	}
 	return appendString(b, name)
+}
+
+// varintMemo is the varint encoding of one value (lineHead).
+type varintMemo struct {
+	x   int64
+	n   uint8    // bytes of enc that encode x; 0 for none yet
+	enc [16]byte // the encoding, then whatever followed it
+}
+
+// put is appendVarint(b, x) if x is the value memoized and b has the
+// room to take the encoding as one 16-byte copy (the bytes past it are
+// overwritten by what follows, or unused); it reports whether it was.
+// lineHead spells it out.
+func (m *varintMemo) put(b []byte, x int64) ([]byte, bool) {
+	n := len(b)
+	if m.n == 0 || m.x != x || cap(b)-n < len(m.enc) {
+		return b, false
+	}
+	*(*[16]byte)(b[n : n+len(m.enc)]) = m.enc
+	return b[:n+int(m.n)], true
 }
 
 // lineDone keeps an encoded line, feeding the buffer to the hash once
@@ -374,12 +497,16 @@ func appendInput(b []byte, in machine.Input) []byte {
 // the value or a pointer to it (which the simulator passes to spare an
 // allocation).
 func appendResult(b []byte, in *machine.Result) []byte {
+	return appendInstant(appendResultBody(b, in), in.At)
+}
+
+// appendResultBody is appendResult but for the instant, which ends it.
+func appendResultBody(b []byte, in *machine.Result) []byte {
 	b = append(b, inResult)
 	b = appendString(b, in.ID)
 	b = appendVarint(b, int64(in.Attempt))
 	b = append(b, byte(in.Outcome))
-	b = appendVarint(b, int64(in.RetryAfter))
-	return appendInstant(b, in.At)
+	return appendVarint(b, int64(in.RetryAfter))
 }
 
 func appendProbeResult(b []byte, in *machine.ProbeResult) []byte {

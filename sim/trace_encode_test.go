@@ -6,11 +6,14 @@ package sim
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/courierlab/courier/machine"
 )
@@ -145,6 +148,117 @@ func TestNoteIsAppendArg(t *testing.T) {
 		}
 		if !bytes.Equal(s.enc, want) {
 			t.Fatalf("line %d: note encoded %x, want %x", i, s.enc, want)
+		}
+	}
+}
+
+// plainLine is a line as encoded before the memoized instant, spelled out
+// with encoding/binary, and appendArg for the arguments.
+func plainLine(elapsed time.Duration, name string, o op, args []arg) []byte {
+	b := []byte{byte(o)}
+	b = binary.AppendVarint(b, int64(elapsed))
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
+	for i := range args {
+		b = appendArg(b, &args[i])
+	}
+	return b
+}
+
+// TestMemoizedInstants holds lineHead's memoized instant, and noteResult's
+// use of it, to the plain encoding: on lines whose instants repeat or not,
+// into buffers with and without the room for the memo's copy.
+func TestMemoizedInstants(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	s := &sim{}
+	s.hash.Reset()
+	var all []byte // every line, plainly encoded
+	for i := range 30000 {
+		if r.IntN(3) == 0 {
+			s.elapsed = time.Duration(r.Int64() >> r.IntN(64))
+			if r.IntN(2) == 0 {
+				s.elapsed = -s.elapsed
+			}
+		}
+		if r.IntN(4) == 0 { // little or no room past the line
+			k := r.IntN(40)
+			s.enc = append(make([]byte, 0, len(s.enc)+k), s.enc...)
+		}
+		var n *node
+		if r.IntN(3) == 0 {
+			n = &node{name: strings.Repeat("w", r.IntN(20))}
+		}
+		var want []byte
+		from := len(s.enc)
+		if r.IntN(2) == 0 {
+			res := machine.Result{ID: "e042", Attempt: r.IntN(300), Outcome: machine.Outcome(r.IntN(4)), RetryAfter: time.Duration(r.Int64N(1 << 40))}
+			res.At = randomInstant(r)
+			if r.IntN(2) == 0 {
+				res.At = Epoch.Add(s.elapsed) // the line's own instant
+			}
+			want = plainLine(s.elapsed, nodeName(n), opIn, []arg{input(&res)})
+			s.noteResult(n, &res)
+		} else {
+			args := []arg{str(strings.Repeat("x", r.IntN(30))), num(r.IntN(1 << 20))}
+			want = plainLine(s.elapsed, nodeName(n), opChannel, args)
+			s.note(n, opChannel, args...)
+		}
+		all = append(all, want...)
+		if len(s.enc) < from { // flushed to the hash: the line is its tail
+			from = 0
+		}
+		if got := s.enc[from:]; len(s.enc) >= len(want) && !bytes.Equal(got[max(0, len(got)-len(want)):], want) {
+			t.Fatalf("line %d: encoded %x, want %x", i, got, want)
+		}
+	}
+	if got, want := s.traceHash(), fmt.Sprintf("%016x", xxhash.Sum64(all)); got != want {
+		t.Errorf("hash of the lines %s, want %s", got, want)
+	}
+}
+
+// TestLineIsNote holds the line builder to note: the same encoding and,
+// with Options.Trace, the same text (decoded from the encoding), for
+// lines of random strings and integers.
+func TestLineIsNote(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, trace := range []bool{false, true} {
+		built, noted := &sim{opt: Options{Trace: trace}}, &sim{opt: Options{Trace: trace}}
+		built.hash.Reset()
+		noted.hash.Reset()
+		for i := range 5000 {
+			elapsed := time.Duration(r.Int64() >> r.IntN(64))
+			built.elapsed, noted.elapsed = elapsed, elapsed
+			built.now, noted.now = Epoch.Add(elapsed), Epoch.Add(elapsed)
+			var n *node
+			if r.IntN(2) == 0 {
+				n = &node{name: strings.Repeat("w", r.IntN(10))}
+			}
+			o := op(1 + r.IntN(int(opLast)))
+			l := built.line(n, o)
+			args := make([]arg, r.IntN(5))
+			for j := range args {
+				v := r.Uint64() >> r.IntN(64)
+				switch r.IntN(3) {
+				case 0:
+					s := strings.Repeat("x", r.IntN(300))
+					args[j], l = str(s), l.str(s)
+				case 1:
+					args[j], l = num(int(v)), l.num(int(v))
+				case 2:
+					args[j], l = unum(v), l.unum(v)
+				}
+			}
+			l.done()
+			noted.note(n, o, args...)
+			if !bytes.Equal(built.enc, noted.enc) {
+				t.Fatalf("line %d: built %x, noted %x", i, built.enc, noted.enc)
+			}
+			if trace && built.trace[i] != noted.trace[i] {
+				t.Fatalf("line %d: built %q, noted %q", i, built.trace[i], noted.trace[i])
+			}
+		}
+		if b, n := built.traceHash(), noted.traceHash(); b != n {
+			t.Errorf("hashes differ: built %s, noted %s", b, n)
 		}
 	}
 }
