@@ -504,7 +504,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 			s.persisted(n, &ev.Records[i])
 		}
 	case worker.Sent:
-		s.note(n, opSend, str(ev.ID), num(ev.Attempt), unum(ev.Seq))
+		s.line(n, opSend).str(ev.ID).num(ev.Attempt).unum(ev.Seq).done()
 		return
 	case worker.Probed:
 		probe, _ := strconv.ParseUint(ev.Detail, 10, 64)
@@ -691,9 +691,9 @@ func (s *sim) enqueue(i int, payload []byte) {
 		s.persisted(nil, rec)
 		e := s.observe(invariants.Persisted, rec.ID)
 		e.Worker, e.Seq, e.Record = "store", rec.Seq, *rec
-		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
+		s.line(nil, opStoreAck).str(rec.ID).unum(rec.Seq).done()
 	} else {
-		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
+		s.line(nil, opStoreAckDuplicate).str(rec.ID).unum(rec.Seq).done()
 		s.stats.DuplicateAcks++
 	}
 	s.observe(invariants.Acked, rec.ID).Seq = rec.Seq
