@@ -970,7 +970,8 @@ func (m *Machine) compact() {
 	m.all, m.head, m.nForgot = m.all[:kept], head, 0
 }
 
-// flush hands the step's batch out into out and starts the next one.
+// flush hands the step's batch out into out, a zero Batch, and starts the
+// next one.
 //
 // The batch is built in m.out. A list that holds something is handed out
 // and is the caller's until it recycles it; an empty one is handed out as
@@ -995,13 +996,17 @@ func (m *Machine) flush(out *Batch) {
 	}
 	m.out.Persist = persist
 	m.dirty = m.dirty[:0]
-	*out = m.out
-	m.out.WakeAt, m.out.Ignored = time.Time{}, ""
+	// out is the zero Batch Step returns: only what holds something is
+	// written to it.
 	handOut(&out.Persist, &m.out.Persist)
 	handOut(&out.Acks, &m.out.Acks)
 	handOut(&out.Sends, &m.out.Sends)
 	handOut(&out.Probes, &m.out.Probes)
 	handOut(&out.Circuit, &m.out.Circuit)
+	out.WakeAt = m.out.WakeAt
+	if m.out.Ignored != "" {
+		out.Ignored, m.out.Ignored = m.out.Ignored, ""
+	}
 }
 
 // persistBlock is how many records persistRoom carves from one
@@ -1030,12 +1035,10 @@ func (m *Machine) persistRoom(n int) []Record {
 
 // handOut settles who owns a list after a step: the caller if it holds
 // something (the machine lets go of it), the machine if it is empty (the
-// caller gets nil).
+// caller's stays nil).
 func handOut[T any](out, kept *[]T) {
-	if len(*out) > 0 {
-		*kept = nil
-	} else {
-		*out = nil
+	if len(*kept) > 0 {
+		*out, *kept = *kept, nil
 	}
 }
 
@@ -1067,9 +1070,10 @@ func (m *Machine) Recycle(b Batch) {
 }
 
 // takeBack makes the buffer of a handed-back list the next batch's list,
-// if that list has none.
+// if it has one and that list has none. (Most lists of a batch are nil:
+// storing nil over nil cost Recycle a third of its time.)
 func takeBack[T any](next *[]T, back []T) {
-	if cap(*next) == 0 {
+	if cap(back) > 0 && cap(*next) == 0 {
 		*next = back[:0]
 	}
 }
