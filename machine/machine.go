@@ -769,13 +769,20 @@ func (m *Machine) sendProbe() {
 	m.out.Probes = append(m.out.Probes, Probe{N: m.probeN})
 }
 
+// wakeAt is the earliest instant after now at which time alone makes
+// something due, zero if none.
+//
+// Every instant it looks at is after now, as advance leaves them: the
+// attempts and the probe that had timed out by now landed, the events
+// past MaxAge died, the due entries left the future heap, a probe went
+// out if one was due, and what was sent or probed since times out after
+// now (timeouts are positive). So none is compared with now again: that
+// was two comparisons a step. TestModel checks that each WakeAt is after
+// now, and TestDifferential that it is the reference's.
 func (m *Machine) wakeAt() time.Time {
 	var wake time.Time
-	// consider makes t the wake-up if it is after now and earlier than
-	// the one found so far. It asks the second first: a candidate no
-	// earlier than the wake-up found needs no second comparison.
 	consider := func(t time.Time) {
-		if (wake.IsZero() || t.Before(wake)) && t.After(m.now) {
+		if wake.IsZero() || t.Before(wake) {
 			wake = t
 		}
 	}
@@ -784,22 +791,20 @@ func (m *Machine) wakeAt() time.Time {
 	} else if m.circuit == Open && m.queued > 0 {
 		consider(m.probeNext)
 	}
-	// Each heap's top is its earliest instant, and advance has handled
-	// every instant up to now: attempts timed out, events expired, due
-	// entries left the future heap.
+	// Each heap's top is its earliest instant.
 	if m.flight.len() > 0 {
 		consider(m.flight.items[0].rec.NextAt)
 	}
 	if m.expiry.len() > 0 {
-		if d := m.expiryDeadline(); d.After(m.now) {
-			if wake.IsZero() || d.Before(wake) { // consider(d), knowing d is after now
-				wake = d
-			}
+		if !plant.On(plant.PoisonBlocksForever) {
+			consider(m.expiryDeadline())
 		} else {
-			// Only under the planted bug PoisonBlocksForever, which keeps
-			// expired events: the earliest deadline still to come.
+			// The planted bug keeps expired events: the earliest
+			// deadline still to come.
 			for _, e := range m.expiry.items {
-				consider(e.deadline(&m.cfg))
+				if d := e.deadline(&m.cfg); d.After(m.now) {
+					consider(d)
+				}
 			}
 		}
 	}
