@@ -171,7 +171,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	ids := publishAll(ctx, t, svc, seed, streams, events)
+	ids := publishAll(ctx, t, svc, seed, streams, events, pacing{began, faultSpan})
 	settleBy := time.Now().Add(slowdown * 20 * time.Second)
 	final := func(stream string) []machine.Record { return finalRecords(ctx, t, sq, ids[stream]) }
 	for s := range ids {
@@ -230,9 +230,25 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// pacing spreads a stream's events over the fault schedule: event i of n
+// is published no earlier than from + span*i/n. Traffic then crosses
+// every fault window however fast the service is: a producer that
+// published as fast as it could finished before the later windows opened
+// once the worker got quicker, and the run proved less than it claimed.
+type pacing struct {
+	from time.Time
+	span time.Duration
+}
+
+// wait sleeps until event i of n is due, give or take jitter.
+func (p pacing) wait(i, n int, jitter time.Duration) {
+	time.Sleep(time.Until(p.from.Add(p.span*time.Duration(i)/time.Duration(n) + jitter)))
+}
+
 // publishAll publishes events on each stream, from one producer per
-// stream, a tenth of them offered twice; it returns the IDs by stream.
-func publishAll(ctx context.Context, t *testing.T, svc *courier.Service, seed uint64, streams, events int) map[string][]string {
+// stream, a tenth of them offered twice, paced over the fault schedule;
+// it returns the IDs by stream.
+func publishAll(ctx context.Context, t *testing.T, svc *courier.Service, seed uint64, streams, events int, pace pacing) map[string][]string {
 	ids := map[string][]string{}
 	var mu sync.Mutex
 	var producers sync.WaitGroup
@@ -251,7 +267,7 @@ func publishAll(ctx context.Context, t *testing.T, svc *courier.Service, seed ui
 				mu.Lock()
 				ids[stream] = append(ids[stream], id)
 				mu.Unlock()
-				time.Sleep(time.Duration(rnd.IntN(40)) * time.Millisecond)
+				pace.wait(i+1, events, time.Duration(rnd.IntN(40))*time.Millisecond)
 			}
 		})
 	}
