@@ -35,7 +35,13 @@ func (r SeedResult) Safety() bool {
 // a Crash violation so that one broken run cannot take a sweep down. The
 // full result is zero if the run crashed.
 func RunSwarmSeed(seed uint64, opt sim.Options) (res SeedResult, full sim.Result) {
-	w := Swarm(seed)
+	return RunWorld(seed, Swarm(seed), opt)
+}
+
+// RunWorld runs world w under seed as RunSwarmSeed runs a drawn one: a
+// replay file that keeps its whole world replays through it the same run
+// even after Swarm changes how it draws worlds.
+func RunWorld(seed uint64, w sim.World, opt sim.Options) (res SeedResult, full sim.Result) {
 	res = SeedResult{Seed: seed, World: w}
 	defer func() {
 		if p := recover(); p != nil {
@@ -44,8 +50,9 @@ func RunSwarmSeed(seed uint64, opt sim.Options) (res SeedResult, full sim.Result
 	}()
 	full, err := sim.Run(w, seed, opt)
 	if err != nil {
-		// Swarm draws only valid worlds; an invalid one is a bug in Swarm.
-		panic(fmt.Sprintf("swarm seed %d drew an invalid world: %v", seed, err))
+		// Swarm draws only valid worlds, and a replay checks its world
+		// first: an invalid one here is a bug in Swarm.
+		panic(fmt.Sprintf("seed %d: invalid world: %v", seed, err))
 	}
 	res.Stats, res.Hash, res.Violations = full.Stats, full.Hash, full.Violations
 	return res, full

@@ -164,6 +164,10 @@ type ReplayFile struct {
 	Hash       string    `json:"hash"`
 	World      string    `json:"world"`
 	Violations []string  `json:"violations"`
+	// Spec is the whole world, so that the file replays the same run
+	// even after Swarm changes how it draws a seed's world. A file
+	// without it (written before it existed) replays Swarm(Seed).
+	Spec *sim.World `json:"spec,omitempty"`
 }
 
 // checkFailuresDir fails early for a -failures path that cannot be a
@@ -190,7 +194,7 @@ func writeReplay(dir string, r scenarios.SeedResult, bug plant.Bug) (string, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	f := ReplayFile{Seed: r.Seed, Bug: bug, Hash: r.Hash, World: r.World.Describe()}
+	f := ReplayFile{Seed: r.Seed, Bug: bug, Hash: r.Hash, World: r.World.Describe(), Spec: &r.World}
 	for _, v := range r.Violations {
 		f.Violations = append(f.Violations, v.String())
 	}
@@ -243,7 +247,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stderr, "simrun replay:", err)
 		return exitOutput
 	}
-	r, full := scenarios.RunSwarmSeed(f.Seed, sim.Options{Trace: *trace})
+	r, full := f.run(sim.Options{Trace: *trace})
 	if *trace {
 		for _, line := range full.Trace {
 			fmt.Fprintln(stdout, line)
@@ -269,8 +273,17 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 	return code
 }
 
+// run runs the file's world: its Spec if it has one, else its seed's
+// swarm world.
+func (f ReplayFile) run(opt sim.Options) (scenarios.SeedResult, sim.Result) {
+	if f.Spec != nil {
+		return scenarios.RunWorld(f.Seed, *f.Spec, opt)
+	}
+	return scenarios.RunSwarmSeed(f.Seed, opt)
+}
+
 // parseReplay decodes and validates a replay file: a missing seed is an
-// error, never seed 0.
+// error, never seed 0, and a world it keeps must be valid.
 func parseReplay(data []byte) (ReplayFile, error) {
 	var raw struct {
 		ReplayFile
@@ -284,6 +297,11 @@ func parseReplay(data []byte) (ReplayFile, error) {
 		return ReplayFile{}, errors.New("it has no seed (a replay file names the swarm seed it replays; a missing seed is not seed 0)")
 	}
 	f.Seed = *raw.Seed
+	if f.Spec != nil {
+		if err := f.Spec.Validate(); err != nil {
+			return ReplayFile{}, fmt.Errorf("its spec: %w", err)
+		}
+	}
 	return f, nil
 }
 
