@@ -91,8 +91,13 @@ type workerState struct {
 	probeAt   time.Time // when the unanswered probe was sent
 	probeOwed int       // step of the failure that owes a probe; -1 if none
 	probeNext bool      // recovered: the next thing sent must be a probe
-	recovered bool      // Restarted: the next circuit is the recovered one
-	held      uint64    // the lease token it was last granted (kept across incarnations)
+	// The step of a reply lands the reply first and then the timeouts
+	// it made due, but persists its records in Seq order (see landed):
+	input      int    // step of the worker's latest Replied entry; -1 if none
+	inputFails int    // failures landed since that entry
+	inputOwed  int    // probeOwed when it came
+	recovered  bool   // Restarted: the next circuit is the recovered one
+	held       uint64 // the lease token it was last granted (kept across incarnations)
 	// ev is what its machine holds of each event, by number (ev[i].known);
 	// known lists those numbers, to go over them and to forget them.
 	ev    []workerEvent
@@ -152,7 +157,7 @@ func (w *workerState) reset(name string, inc int) {
 	for _, i := range w.known {
 		w.ev[i] = workerEvent{}
 	}
-	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev, known: w.known[:0], probeOwed: -1}
+	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev, known: w.known[:0], probeOwed: -1, input: -1, inputOwed: -1}
 }
 
 // at returns what w holds of event ev.
@@ -207,9 +212,11 @@ func (w writer) String() string { return fmt.Sprintf("%s#%d", w.name, w.inc) }
 
 func (w *workerState) writer() writer { return writer{w.name, w.inc} }
 
-// replied hands the reply to the attempt it answers, if in flight.
+// replied hands the reply to the attempt it answers, if in flight, and
+// notes it as the input of the worker's next step.
 func (p *policy) replied(e *Entry, at ref) {
 	w := p.worker(at.wk)
+	w.input, w.inputFails, w.inputOwed = e.Step, 0, w.probeOwed
 	if x := w.at(at.ev); x.flying && x.attempt == e.Attempt {
 		x.reply = e
 	}
@@ -306,10 +313,16 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 	x.flying, x.attempt, x.reply = false, 0, nil
 	if r.State == machine.Delivered || r.Reason == machine.Rejected {
 		w.streak = 0 // the channel answered
+		if replied && reply.Step == w.input && reply.At.Equal(e.At) {
+			p.inputLandedFirst(w)
+		}
 		return
 	}
 	w.streak++
-	if w.streak >= pol.BreakerThreshold && !p.probeUnanswered(w, e.At) && w.circuit != machine.Open && w.probeOwed < 0 {
+	w.inputFails++
+	// A stalled worker may have judged this failure up to Stall before it
+	// was logged, while its probe was still out; it owes no probe then.
+	if w.streak >= pol.BreakerThreshold && !p.probeUnanswered(w, e.At.Add(-p.run.Stall)) && w.circuit != machine.Open && w.probeOwed < 0 {
 		w.probeOwed = e.Step
 	}
 	if r.State == machine.Retry && w.circuit == machine.Open {
@@ -327,6 +340,22 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 	lo, hi := retryBounds(*pol, r.Attempts, hint)
 	if d := r.NextAt.Sub(e.At); d < lo-p.run.Skew || d > hi+p.run.Skew {
 		p.fail(RetryTiming, r.ID, e.Step, "attempt %d failed and the next is due %v later; the policy allows %v to %v (Retry-After %v)", r.Attempts, d, lo, hi, hint)
+	}
+}
+
+// inputLandedFirst corrects the failure streak when a step's reply
+// landed as a success after failures of the same step were judged. The
+// machine applies a step's input before the timeouts that its clock
+// reading made due (machine.Step), but the step's records are persisted,
+// and so logged, in Seq order. A step has both only when its worker was
+// stalled or paused past an attempt's timeout with the reply in hand.
+// So the failures judged since the reply came after this success: they
+// alone make the streak, and a probe they owed only by counting the
+// streak before the success was never owed.
+func (p *policy) inputLandedFirst(w *workerState) {
+	w.streak = w.inputFails
+	if w.inputOwed < 0 && w.probeOwed >= 0 && w.streak < p.run.Policy.BreakerThreshold {
+		w.probeOwed = -1
 	}
 }
 

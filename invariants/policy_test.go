@@ -133,6 +133,64 @@ func (b *tlog) fails(trip bool) {
 
 func (b *tlog) trip() { b.fails(true) }
 
+// pausedStep, as worker w1, fails e1 twice (the streak is 2), starts e3 and e4 at 1.2s,
+// then at 5s, after a pause past their timeouts, logs one step: the reply
+// delivering e4 (its input) and, in Seq order, the landings of e3's
+// timeout and of the delivery. With trip, e2 and e5 were started and time
+// out too, so three timeouts follow the delivery in the machine's order.
+func (b *tlog) pausedStep(trip bool) {
+	const ms = time.Millisecond
+	b.worker = "w1" // a worker of a cluster, which may pause
+	for _, id := range []string{"e1", "e2", "e3", "e4", "e5"} {
+		b.accept(id)
+	}
+	b.start("e1")
+	b.at(100*ms).fail("e1", machine.Retry, time.Second, 0)
+	b.at(1100 * ms).start("e1")
+	b.at(1200*ms).fail("e1", machine.Retry, 2*time.Second, 0)
+	b.start("e3")
+	b.start("e4")
+	if trip {
+		b.start("e2")
+		b.start("e5")
+	}
+	timedOut := func(id string) {
+		b.put(id, func(r *machine.Record) { r.State, r.NextAt = machine.Retry, epoch.Add(b.now+900*ms) })
+	}
+	b.at(5 * time.Second).add(invariants.Entry{Kind: invariants.Replied, ID: "e4", Attempt: 1, Detail: "delivered"})
+	if trip {
+		timedOut("e2")
+	}
+	timedOut("e3")
+	b.put("e4", func(r *machine.Record) { r.State = machine.Delivered })
+	if trip {
+		timedOut("e5")
+	}
+}
+
+// stalledFailure, as worker w1, trips the breaker at 3s with a probe out (it times out
+// at 5s), logs at 5.6s the timeout of e2, which was in flight since 1s,
+// then a healthy probe reply that closes the circuit, and moves to 7s.
+func (b *tlog) stalledFailure() {
+	const ms = time.Millisecond
+	b.worker = "w1" // a worker of a cluster, which may stall
+	b.accept("e1")
+	b.accept("e2")
+	b.start("e1")
+	b.at(100*ms).fail("e1", machine.Retry, 900*ms, 0)
+	b.at(time.Second).start("e1")
+	b.start("e2")
+	b.at(1100*ms).fail("e1", machine.Retry, 1800*ms, 0)
+	b.at(2900 * ms).start("e1")
+	b.at(3 * time.Second).circuit(machine.Checking)
+	b.fail("e1", machine.Retry, 3600*ms, 0)
+	b.probe()
+	b.at(5600*ms).put("e2", func(r *machine.Record) { r.State, r.NextAt = machine.Retry, epoch.Add(b.now+900*ms) })
+	b.probeReply("healthy")
+	b.circuit(machine.Closed)
+	b.at(7 * time.Second)
+}
+
 func TestPolicyRules(t *testing.T) {
 	const s = time.Second
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -321,6 +379,41 @@ func TestPolicyRules(t *testing.T) {
 				b.accept("e3")
 				b.start("e3")
 				return nil
+			},
+		},
+		{
+			name:   "a paused step lands its reply before its timeouts",
+			reason: "after a pause one step lands e3's delivery, then e2's timeout; Seq order logs e2 first, yet the streak is 1, no probe owed",
+			build: func(b *tlog) []found {
+				b.pausedStep(false)
+				b.start("e1")
+				return nil
+			},
+		},
+		{
+			name:   "a paused step's timeouts still trip after its reply",
+			reason: "as above, but three timeouts follow the delivery in the machine's order: a probe is owed",
+			build: func(b *tlog) []found {
+				b.pausedStep(true)
+				return []found{{invariants.Breaker, "e1", b.start("e1") + 1}}
+			},
+		},
+		{
+			name:   "a stalled failure while the probe was out",
+			reason: "the failure is logged 2.5s after the probe, past its 2s timeout, but the worker stalled up to 1s before logging it: no probe owed",
+			build: func(b *tlog) []found {
+				b.run.Stall = s
+				b.stalledFailure()
+				b.start("e1")
+				return nil
+			},
+		},
+		{
+			name:   "a late failure with no stall to explain it",
+			reason: "the same log without a stall: the probe had timed out, so the failure owed a new one",
+			build: func(b *tlog) []found {
+				b.stalledFailure()
+				return []found{{invariants.Breaker, "e1", b.start("e1") + 1}}
 			},
 		},
 		{
