@@ -2,7 +2,7 @@
 # requirement. The README's two set-up commands need only Go.
 GO ?= go
 
-.PHONY: all test race lint bench results plant simrun cross sweep
+.PHONY: all test race lint bench results plant simrun cross sweep longsweep
 
 all: lint test
 
@@ -44,3 +44,9 @@ cross:
 # A swarm sweep of 10,000 seeds.
 sweep:
 	$(GO) run ./cmd/simrun sweep -seeds 10000
+
+# A sweep of 1,000,000 swarm seeds from a range drawn at random (it prints
+# the range): run it before resolving a change to the worker, the
+# simulator or the checker. SEEDS and FROM override; see .ci/longsweep.
+longsweep:
+	bash .ci/longsweep
