@@ -54,10 +54,44 @@ func (a *api) handler() http.Handler {
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, http.StatusNotFound, "no route %s %s", r.Method, r.URL.Path)
+	// No catch-all route: it would take every method on every path and
+	// answer 404 where the mux answers 405 with Allow. The mux's own
+	// answers are plain text, so routeError rewrites them as JSON.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			w = &routeError{ResponseWriter: w, r: r}
+		}
+		mux.ServeHTTP(w, r)
 	})
-	return mux
+}
+
+// routeError answers a request no route takes with the API's JSON error
+// in place of the mux's text: 404, or 405 when the path takes other
+// methods, keeping the Allow header the mux set. The mux has no hook for
+// this; it writes its answer through this writer, which drops the text.
+type routeError struct {
+	http.ResponseWriter
+	r     *http.Request
+	wrote bool
+}
+
+func (e *routeError) WriteHeader(status int) {
+	if e.wrote {
+		return
+	}
+	e.wrote = true
+	if status == http.StatusMethodNotAllowed {
+		writeErr(e.ResponseWriter, status, "method %s not allowed on %s (Allow: %s)", e.r.Method, e.r.URL.Path, e.Header().Get("Allow"))
+		return
+	}
+	writeErr(e.ResponseWriter, status, "no route %s %s", e.r.Method, e.r.URL.Path)
+}
+
+func (e *routeError) Write(b []byte) (int, error) {
+	if !e.wrote {
+		e.WriteHeader(http.StatusNotFound)
+	}
+	return len(b), nil
 }
 
 // apiError is every error the API answers: {"error": "..."}.
@@ -76,12 +110,13 @@ func writeErr(w http.ResponseWriter, status int, format string, args ...any) {
 }
 
 // auth lets a request through only with a configured bearer token,
-// compared in constant time against each.
+// compared in constant time against each. The scheme is matched in any
+// case (RFC 9110 section 11.1); the token exactly.
 func (a *api) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || tok == "" {
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		tok = strings.TrimLeft(tok, " ")
+		if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="courier"`)
 			writeErr(w, http.StatusUnauthorized, "missing bearer token (Authorization: Bearer ...)")
 			return

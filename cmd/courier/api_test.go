@@ -125,17 +125,28 @@ max_payload_bytes = 1024
 
 type reply struct {
 	status int
+	header http.Header
 	body   map[string]any
 }
 
 func call(t *testing.T, method, url, tok, body string) reply {
 	t.Helper()
+	var h http.Header
+	if tok != "" {
+		h = http.Header{"Authorization": {"Bearer " + tok}}
+	}
+	return callHeader(t, method, url, h, body)
+}
+
+// callHeader is call with the request's headers given whole.
+func callHeader(t *testing.T, method, url string, h http.Header, body string) reply {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -143,7 +154,7 @@ func call(t *testing.T, method, url, tok, body string) reply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode}
+	r := reply{status: resp.StatusCode, header: resp.Header}
 	if err := json.Unmarshal(b, &r.body); err != nil {
 		t.Fatalf("%s %s: answer is not JSON: %q", method, url, b)
 	}
