@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -149,9 +150,12 @@ type publishResponse struct {
 	Duplicate bool   `json:"duplicate"`
 }
 
-// decode reads a size-limited JSON body into v, refusing unknown fields
-// and trailing data. It writes the error answer itself.
+// decode reads a size-limited JSON body into v, refusing unknown fields,
+// duplicated keys and trailing data. It writes the error answer itself.
 func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if !a.acceptBody(w, r) {
+		return false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(a.cfg.MaxRequestBytes)))
 	var tooBig *http.MaxBytesError
 	switch {
@@ -172,7 +176,112 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeErr(w, http.StatusBadRequest, "malformed JSON body: data after the object")
 		return false
 	}
+	if err := duplicateKey(body); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed JSON body: %v", err)
+		return false
+	}
 	return true
+}
+
+// acceptBody refuses, before reading a byte, a body the API cannot take:
+// one in a content coding (415: only identity is read, so a compressed
+// body is never mistaken for JSON), of a media type other than JSON
+// (415; no Content-Type is taken as JSON), or declaring a length over
+// max_request_bytes (413 at once: reading would wait, up to the server's
+// read timeout, for bytes the client may never send). It writes the
+// error answer itself.
+func (a *api) acceptBody(w http.ResponseWriter, r *http.Request) bool {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				w.Header().Set("Accept-Encoding", "identity")
+				writeErr(w, http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported: send the body uncompressed", c)
+				return false
+			}
+		}
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if err := checkJSONType(ct); err != nil {
+			writeErr(w, http.StatusUnsupportedMediaType, "%v", err)
+			return false
+		}
+	}
+	if r.ContentLength > int64(a.cfg.MaxRequestBytes) {
+		writeErr(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over %d bytes (max_request_bytes)",
+			r.ContentLength, a.cfg.MaxRequestBytes)
+		return false
+	}
+	return true
+}
+
+// checkJSONType accepts application/json and any application/...+json
+// type (RFC 6839), with no charset or UTF-8, the only one JSON has (RFC
+// 8259 section 8.1).
+func checkJSONType(ct string) error {
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+		return fmt.Errorf("Content-Type %q is malformed (%v): send application/json", ct, err)
+	case mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")):
+		return fmt.Errorf("Content-Type %q is not JSON: send application/json", mt)
+	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+		return fmt.Errorf("Content-Type charset %q is not supported: JSON is UTF-8", params["charset"])
+	}
+	return nil
+}
+
+// duplicateKey walks body, JSON that encoding/json has accepted, and
+// names the first key that appears twice in one object, at any depth.
+// encoding/json keeps the last of them without a word, and a receiver's
+// parser may keep the first: the producer and the receiver would read
+// different events. Keys of the request object itself are compared as
+// encoding/json matches them to fields, ignoring case ("ID" is "id").
+func duplicateKey(body []byte) error {
+	type object struct {
+		keys  map[string]bool
+		isKey bool // the next token is a key
+	}
+	var open []*object // the objects and arrays around the token, innermost last; nil for an array
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if tok == json.Delim('}') || tok == json.Delim(']') {
+			open = open[:len(open)-1]
+			continue
+		}
+		var in *object
+		if len(open) > 0 {
+			in = open[len(open)-1]
+		}
+		if in != nil && in.isKey {
+			k := tok.(string)
+			fold := k
+			if len(open) == 1 {
+				fold = strings.ToUpper(strings.ToLower(k)) // encoding/json's case folding of a field name
+			}
+			if in.keys[fold] {
+				return fmt.Errorf("duplicate key %q: a key may appear once in an object", k)
+			}
+			in.keys[fold] = true
+			in.isKey = false
+			continue
+		}
+		if in != nil {
+			in.isKey = true // tok starts the value; the object's next key follows it
+		}
+		switch tok {
+		case json.Delim('{'):
+			open = append(open, &object{keys: map[string]bool{}, isKey: true})
+		case json.Delim('['):
+			open = append(open, nil)
+		}
+	}
 }
 
 func (a *api) knownStream(w http.ResponseWriter, stream string) (*StreamConfig, bool) {

@@ -8,9 +8,12 @@
 package main
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
@@ -59,5 +62,110 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	r := call(t, "GET", base+"/v2/anything", token, "")
 	if msg, _ := r.body["error"].(string); r.status != http.StatusNotFound || !strings.Contains(msg, "no route GET /v2/anything") {
 		t.Errorf("unknown route = %d %q; want 404 naming it", r.status, msg)
+	}
+}
+
+func TestBodyEncodingAndMediaType(t *testing.T) {
+	s := newSink(t)
+	base := startServe(t, s.srv.URL, "")
+	auth := "Bearer " + token
+	for _, tc := range []struct {
+		name     string
+		h        http.Header
+		status   int
+		want     string // in the error
+		encoding string // the Accept-Encoding answered
+	}{
+		{"gzip", http.Header{"Content-Encoding": {"gzip"}}, 415, `Content-Encoding "gzip"`, "identity"},
+		{"two codings", http.Header{"Content-Encoding": {"identity, br"}}, 415, "Content-Encoding", "identity"},
+		{"form", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, 415, "application/json", ""},
+		{"text", http.Header{"Content-Type": {"text/plain"}}, 415, `"text/plain"`, ""},
+		{"latin-1", http.Header{"Content-Type": {"application/json; charset=iso-8859-1"}}, 415, "charset", ""},
+		{"malformed type", http.Header{"Content-Type": {"application/json; ;"}}, 415, "Content-Type", ""},
+		{"identity", http.Header{"Content-Encoding": {"identity"}}, 201, "", ""},
+		{"json", http.Header{"Content-Type": {"application/json"}}, 201, "", ""},
+		{"json utf-8", http.Header{"Content-Type": {"Application/JSON; charset=UTF-8"}}, 201, "", ""},
+		{"+json", http.Header{"Content-Type": {"application/vnd.orders+json"}}, 201, "", ""},
+		{"no type", http.Header{}, 201, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.h.Set("Authorization", auth)
+			id := "enc-" + strings.ReplaceAll(tc.name, " ", "-")
+			r := callHeader(t, "POST", base+"/v1/streams/orders/events", tc.h, `{"id":"`+id+`","payload":1}`)
+			msg, _ := r.body["error"].(string)
+			if r.status != tc.status || !strings.Contains(msg, tc.want) {
+				t.Errorf("= %d %q; want %d naming %q", r.status, msg, tc.status, tc.want)
+			}
+			if got := r.header.Get("Accept-Encoding"); got != tc.encoding {
+				t.Errorf("Accept-Encoding %q; want %q", got, tc.encoding)
+			}
+			if tc.status != 201 {
+				if g := call(t, "GET", base+"/v1/events/"+id, token, ""); g.status != 404 {
+					t.Errorf("after the refusal, event %q exists: %v", id, g.body)
+				}
+			}
+		})
+	}
+}
+
+// A declared length over max_request_bytes is answered 413 at once,
+// without waiting for a body the client may never send.
+func TestDeclaredLengthOverLimitIs413AtOnce(t *testing.T) {
+	s := newSink(t)
+	base := startServe(t, s.srv.URL, "")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := "POST /v1/streams/orders/events HTTP/1.1\r\nHost: courier\r\nAuthorization: Bearer " + token +
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{}"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	conn.SetReadDeadline(start.Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer within 5 s: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Errorf("= %d, close %v after %v; want 413 and the connection closed", resp.StatusCode, resp.Close, time.Since(start))
+	}
+}
+
+func TestDuplicateKeysAreRefused(t *testing.T) {
+	s := newSink(t)
+	base := startServe(t, s.srv.URL, "")
+	for _, tc := range []struct {
+		name, body, want string
+		ids              []string // none may exist afterwards
+	}{
+		{"id twice", `{"id":"k-1","payload":1,"id":"k-2"}`, `duplicate key "id"`, []string{"k-1", "k-2"}},
+		{"id in another case", `{"id":"k-3","ID":"k-4","payload":1}`, `duplicate key "ID"`, []string{"k-3", "k-4"}},
+		{"id escaped", `{"id":"k-5","\u0069d":"k-6","payload":1}`, `duplicate key "id"`, []string{"k-5", "k-6"}},
+		{"payload twice", `{"id":"k-7","payload":1,"payload":2}`, `duplicate key "payload"`, []string{"k-7"}},
+		{"in the payload", `{"id":"k-8","payload":{"a":1,"b":{"c":1,"c":2}}}`, `duplicate key "c"`, []string{"k-8"}},
+		{"in an array in the payload", `{"id":"k-9","payload":[{"x":1,"x":1}]}`, `duplicate key "x"`, []string{"k-9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, "POST", base+"/v1/streams/orders/events", token, tc.body)
+			msg, _ := r.body["error"].(string)
+			if r.status != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+				t.Errorf("= %d %q; want 400 naming %q", r.status, msg, tc.want)
+			}
+			for _, id := range tc.ids {
+				if g := call(t, "GET", base+"/v1/events/"+id, token, ""); g.status != 404 {
+					t.Errorf("after the refusal, event %q exists: %v", id, g.body)
+				}
+			}
+		})
+	}
+	// The same key in distinct objects, and a payload key that folds to
+	// another's case, are no duplicates.
+	ok := `{"id":"k-ok","payload":[{"a":1},{"a":2,"A":3,"b":{"a":4}}]}`
+	if r := call(t, "POST", base+"/v1/streams/orders/events", token, ok); r.status != http.StatusCreated {
+		t.Errorf("%s = %d %v; want 201", ok, r.status, r.body)
 	}
 }
