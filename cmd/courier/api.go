@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -394,6 +395,11 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 
 // dead lists a stream's dead letters, a page at a time: ?after=SEQ&limit=N
 // (default 100, at most 1000); next_after is the after of the next page.
+//
+// A Seq is at most math.MaxInt64: the SQL stores keep it in a signed
+// 64-bit column, and hand after to it as one. A larger after is refused
+// rather than passed on, where it would wrap negative and list the first
+// page.
 func (a *api) dead(w http.ResponseWriter, r *http.Request) {
 	stream := r.PathValue("stream")
 	if _, ok := a.knownStream(w, stream); !ok {
@@ -402,8 +408,8 @@ func (a *api) dead(w http.ResponseWriter, r *http.Request) {
 	after, limit := uint64(0), 100
 	if s := r.URL.Query().Get("after"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			writeErr(w, http.StatusBadRequest, "after %q is not a sequence number", s)
+		if err != nil || n > math.MaxInt64 {
+			writeErr(w, http.StatusBadRequest, "after %q must be a sequence number from 0 to %d", s, int64(math.MaxInt64))
 			return
 		}
 		after = n

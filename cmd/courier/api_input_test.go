@@ -9,8 +9,10 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +64,50 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	r := call(t, "GET", base+"/v2/anything", token, "")
 	if msg, _ := r.body["error"].(string); r.status != http.StatusNotFound || !strings.Contains(msg, "no route GET /v2/anything") {
 		t.Errorf("unknown route = %d %q; want 404 naming it", r.status, msg)
+	}
+}
+
+// onPostgres points a test's serve at a fresh schema of the PostgreSQL
+// in COURIER_TEST_POSTGRES, or skips the test when it is unset.
+func onPostgres(t *testing.T) func(*Config) {
+	dsn := os.Getenv("COURIER_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("COURIER_TEST_POSTGRES is unset: set it to a PostgreSQL DSN to run the API on PostgreSQL")
+	}
+	schema := fmt.Sprintf("api_test_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { dropSchema(t, dsn, schema) })
+	return func(c *Config) { c.Postgres, c.PostgresSchema = dsn, schema }
+}
+
+func TestDeadAfterBeyondSeqRangeIsRefused(t *testing.T) { testDeadAfterBeyondSeqRange(t, nil) }
+
+func TestDeadAfterBeyondSeqRangeIsRefusedPostgres(t *testing.T) {
+	testDeadAfterBeyondSeqRange(t, onPostgres(t))
+}
+
+func testDeadAfterBeyondSeqRange(t *testing.T, set func(*Config)) {
+	s := newSink(t)
+	s.setStatus(http.StatusBadRequest) // refused for good: dead at once
+	base := startServeWith(t, s.srv.URL, "", set)
+	call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"d-1","payload":1}`)
+	eventually(t, "d-1 dead", func() bool {
+		return call(t, "GET", base+"/v1/events/d-1", token, "").body["state"] == "dead"
+	})
+	for _, after := range []string{"9223372036854775808", "18446744073709551615"} {
+		r := call(t, "GET", base+"/v1/streams/orders/dead?after="+after, token, "")
+		msg, _ := r.body["error"].(string)
+		if r.status != http.StatusBadRequest || !strings.Contains(msg, after) || !strings.Contains(msg, "9223372036854775807") {
+			t.Errorf("after=%s = %d %v; want 400 naming it and the largest sequence number", after, r.status, r.body)
+		}
+	}
+	// The largest valid cursor is exact: nothing lies above it.
+	r := call(t, "GET", base+"/v1/streams/orders/dead?after=9223372036854775807", token, "")
+	if list, _ := r.body["dead"].([]any); r.status != http.StatusOK || len(list) != 0 {
+		t.Errorf("after=2^63-1 = %d %v; want 200 and an empty page", r.status, r.body)
+	}
+	r = call(t, "GET", base+"/v1/streams/orders/dead?after=0", token, "")
+	if list, _ := r.body["dead"].([]any); r.status != http.StatusOK || len(list) != 1 {
+		t.Errorf("after=0 = %d %v; want 200 and d-1", r.status, r.body)
 	}
 }
 

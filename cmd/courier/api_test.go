@@ -85,6 +85,13 @@ func (s *sink) setStatus(code int) {
 // a free port; it stops at the test's end.
 func startServe(t *testing.T, sinkURL string, extra string) string {
 	t.Helper()
+	return startServeWith(t, sinkURL, extra, nil)
+}
+
+// startServeWith is startServe with set (if not nil) applied to the
+// parsed config.
+func startServeWith(t *testing.T, sinkURL string, extra string, set func(*Config)) string {
+	t.Helper()
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
 allow_loopback = true
@@ -104,6 +111,9 @@ max_payload_bytes = 1024
 	}
 	c.Listen = "127.0.0.1:0"
 	c.Database = filepath.Join(t.TempDir(), "courier.db")
+	if set != nil {
+		set(c)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
