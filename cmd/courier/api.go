@@ -323,19 +323,36 @@ func (a *api) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, err := a.svc.Publish(r.Context(), stream, req.ID, req.Payload)
 	switch {
-	case errors.Is(err, store.ErrBadArgument):
-		writeErr(w, http.StatusConflict, "%v", err)
-		return
-	case err != nil:
+	case err == nil && !rc.Duplicate:
+		writeJSON(w, http.StatusCreated, publishResponse{Stream: stream, ID: req.ID, Seq: rc.Seq})
+	case err == nil || errors.Is(err, store.ErrBadArgument):
+		// The ID is taken: on this stream (a duplicate) or, as the store
+		// refuses with ErrBadArgument once the channel has passed the ID,
+		// on another. What it holds tells a retry from a producer's bug.
+		a.taken(w, r, stream, req)
+	default:
 		a.log.LogAttrs(r.Context(), slog.LevelError, "publish failed", slog.String("stream", stream), slog.String("id", req.ID), slog.Any("err", err))
 		writeErr(w, http.StatusServiceUnavailable, "not stored, try again with the same id: %v", err)
-		return
 	}
-	status := http.StatusCreated
-	if rc.Duplicate {
-		status = http.StatusOK
+}
+
+// taken answers a publish of an ID the store holds already. An ID names
+// one event in the whole store, whatever its stream: the same stream and
+// payload, byte for byte, is a retry, answered 200 as a duplicate; another
+// stream or another payload is a producer's bug, answered 409, and the
+// stored event is left as it was.
+func (a *api) taken(w http.ResponseWriter, r *http.Request, stream string, req publishRequest) {
+	rec, err := a.st.Get(r.Context(), req.ID)
+	switch {
+	case err != nil: // ErrNotFound too: retention deleted the event since the publish
+		writeErr(w, http.StatusServiceUnavailable, "id %q is taken but its event could not be read, try again with the same id: %v", req.ID, err)
+	case rec.Stream != stream:
+		writeErr(w, http.StatusConflict, "event ID %q belongs to another stream, %q: an ID names one event across all streams", req.ID, rec.Stream)
+	case !bytes.Equal(rec.Payload, req.Payload):
+		writeErr(w, http.StatusConflict, "event ID %q was already accepted with a different payload; the stored event is unchanged", req.ID)
+	default:
+		writeJSON(w, http.StatusOK, publishResponse{Stream: stream, ID: req.ID, Seq: rec.Seq, Duplicate: true})
 	}
-	writeJSON(w, status, publishResponse{Stream: stream, ID: req.ID, Seq: rc.Seq, Duplicate: rc.Duplicate})
 }
 
 // eventView is what the API shows of a record: never the payload's

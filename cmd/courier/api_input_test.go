@@ -215,3 +215,45 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 		t.Errorf("%s = %d %v; want 201", ok, r.status, r.body)
 	}
 }
+
+func TestEventIDConflicts(t *testing.T) { testEventIDConflicts(t, nil) }
+
+func TestEventIDConflictsPostgres(t *testing.T) { testEventIDConflicts(t, onPostgres(t)) }
+
+func testEventIDConflicts(t *testing.T, set func(*Config)) {
+	s := newSink(t)
+	base := startServeWith(t, s.srv.URL, "[streams.other]\nurl = \""+s.srv.URL+"\"\nsecrets = [\""+secret+"\"]\n", set)
+	if r := call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"c-1","payload":{"n":1}}`); r.status != 201 {
+		t.Fatalf("publish = %d %v", r.status, r.body)
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		want             string
+	}{
+		{"same payload again", "/v1/streams/orders/events", `{"id":"c-1","payload":{"n":1}}`, 200, ""},
+		{"another payload", "/v1/streams/orders/events", `{"id":"c-1","payload":{"n":2}}`, 409,
+			`event ID "c-1" was already accepted with a different payload`},
+		{"same bytes spelt otherwise", "/v1/streams/orders/events", `{"id":"c-1","payload":{ "n": 1 }}`, 409, "different payload"},
+		{"another stream", "/v1/streams/other/events", `{"id":"c-1","payload":{"n":1}}`, 409,
+			`event ID "c-1" belongs to another stream, "orders"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, "POST", base+tc.path, token, tc.body)
+			msg, _ := r.body["error"].(string)
+			if r.status != tc.status || !strings.Contains(msg, tc.want) {
+				t.Errorf("= %d %q; want %d naming %q", r.status, msg, tc.status, tc.want)
+			}
+			if strings.Contains(msg, "store:") || strings.Contains(msg, "enqueue") || strings.Contains(msg, "bad argument") {
+				t.Errorf("error %q leaks the store's wording", msg)
+			}
+			if tc.status == 200 && (r.body["duplicate"] != true || r.body["seq"] != 1.0) {
+				t.Errorf("= %v; want duplicate, seq 1", r.body)
+			}
+		})
+	}
+	g := call(t, "GET", base+"/v1/events/c-1", token, "")
+	if p, _ := g.body["payload"].(map[string]any); g.body["stream"] != "orders" || p["n"] != 1.0 {
+		t.Errorf("c-1 = %v; want orders with payload n 1, untouched by the conflicts", g.body)
+	}
+}

@@ -192,9 +192,12 @@ func TestPublishDeliversOnceAndResendChangesNothing(t *testing.T) {
 	eventually(t, "o-1 delivered", func() bool {
 		return call(t, "GET", base+"/v1/events/o-1", token, "").body["state"] == "delivered"
 	})
-	r = call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-1","payload":{"total":99}}`)
+	r = call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-1","payload":{"total":42}}`)
 	if r.status != http.StatusOK || r.body["seq"] != 1.0 || r.body["duplicate"] != true {
 		t.Fatalf("resend = %d %v; want 200, seq 1, duplicate", r.status, r.body)
+	}
+	if r := call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-1","payload":{"total":99}}`); r.status != http.StatusConflict {
+		t.Fatalf("resend with another payload = %d %v; want 409", r.status, r.body)
 	}
 	time.Sleep(200 * time.Millisecond) // several polls: a resend must not be sent again
 	got := call(t, "GET", base+"/v1/events/o-1", token, "")
@@ -278,7 +281,7 @@ func TestAPIErrorsAnswer4xxAndChangeNothing(t *testing.T) {
 		{"payload over the stream's limit", "POST", "/v1/streams/orders/events", token, big, 413, "max_payload_bytes", "big"},
 		{"body over the request limit", "POST", "/v1/streams/orders/events", token, huge, 413, "max_request_bytes", "huge"},
 		{"id the channel cannot carry", "POST", "/v1/streams/orders/events", token, `{"id":"a\nb","payload":1}`, 422, "event ID", "a\nb"},
-		{"id taken on another stream", "POST", "/v1/streams/other/events", token, `{"id":"taken","payload":1}`, 409, "bad argument", ""},
+		{"id taken on another stream", "POST", "/v1/streams/other/events", token, `{"id":"taken","payload":1}`, 409, `event ID "taken" belongs to another stream`, ""},
 		{"get unknown id", "GET", "/v1/events/ghost", token, "", 404, `no event with id "ghost"`, ""},
 		{"dead of unknown stream", "GET", "/v1/streams/nope/dead", token, "", 404, "unknown stream", ""},
 		{"dead with bad after", "GET", "/v1/streams/orders/dead?after=x", token, "", 400, "after", ""},
