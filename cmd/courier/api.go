@@ -222,9 +222,9 @@ func checkJSONType(ct string) error {
 	mt, params, err := mime.ParseMediaType(ct)
 	switch {
 	case err != nil:
-		return fmt.Errorf("Content-Type %q is malformed (%v): send application/json", ct, err)
+		return fmt.Errorf("Content-Type %q is malformed (%v): send Content-Type: application/json", ct, err)
 	case mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")):
-		return fmt.Errorf("Content-Type %q is not JSON: send application/json", mt)
+		return fmt.Errorf("Content-Type %q is not JSON: send Content-Type: application/json", mt)
 	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
 		return fmt.Errorf("Content-Type charset %q is not supported: JSON is UTF-8", params["charset"])
 	}
