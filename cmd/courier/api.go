@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,10 +56,44 @@ func (a *api) handler() http.Handler {
 	if a.metrics != nil {
 		mux.Handle("GET /metrics", a.metrics)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, http.StatusNotFound, "no route %s %s", r.Method, r.URL.Path)
+	// No catch-all route: it would take every method on every path and
+	// answer 404 where the mux answers 405 with Allow. The mux's own
+	// answers are plain text, so routeError rewrites them as JSON.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			w = &routeError{ResponseWriter: w, r: r}
+		}
+		mux.ServeHTTP(w, r)
 	})
-	return mux
+}
+
+// routeError answers a request no route takes with the API's JSON error
+// in place of the mux's text: 404, or 405 when the path takes other
+// methods, keeping the Allow header the mux set. The mux has no hook for
+// this; it writes its answer through this writer, which drops the text.
+type routeError struct {
+	http.ResponseWriter
+	r     *http.Request
+	wrote bool
+}
+
+func (e *routeError) WriteHeader(status int) {
+	if e.wrote {
+		return
+	}
+	e.wrote = true
+	if status == http.StatusMethodNotAllowed {
+		writeErr(e.ResponseWriter, status, "method %s not allowed on %s (Allow: %s)", e.r.Method, e.r.URL.Path, e.Header().Get("Allow"))
+		return
+	}
+	writeErr(e.ResponseWriter, status, "no route %s %s", e.r.Method, e.r.URL.Path)
+}
+
+func (e *routeError) Write(b []byte) (int, error) {
+	if !e.wrote {
+		e.WriteHeader(http.StatusNotFound)
+	}
+	return len(b), nil
 }
 
 // apiError is every error the API answers: {"error": "..."}.
@@ -76,12 +112,13 @@ func writeErr(w http.ResponseWriter, status int, format string, args ...any) {
 }
 
 // auth lets a request through only with a configured bearer token,
-// compared in constant time against each.
+// compared in constant time against each. The scheme is matched in any
+// case (RFC 9110 section 11.1); the token exactly.
 func (a *api) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || tok == "" {
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		tok = strings.TrimLeft(tok, " ")
+		if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="courier"`)
 			writeErr(w, http.StatusUnauthorized, "missing bearer token (Authorization: Bearer ...)")
 			return
@@ -114,9 +151,12 @@ type publishResponse struct {
 	Duplicate bool   `json:"duplicate"`
 }
 
-// decode reads a size-limited JSON body into v, refusing unknown fields
-// and trailing data. It writes the error answer itself.
+// decode reads a size-limited JSON body into v, refusing unknown fields,
+// duplicated keys and trailing data. It writes the error answer itself.
 func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if !a.acceptBody(w, r) {
+		return false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(a.cfg.MaxRequestBytes)))
 	var tooBig *http.MaxBytesError
 	switch {
@@ -137,7 +177,112 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeErr(w, http.StatusBadRequest, "malformed JSON body: data after the object")
 		return false
 	}
+	if err := duplicateKey(body); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed JSON body: %v", err)
+		return false
+	}
 	return true
+}
+
+// acceptBody refuses, before reading a byte, a body the API cannot take:
+// one in a content coding (415: only identity is read, so a compressed
+// body is never mistaken for JSON), of a media type other than JSON
+// (415; no Content-Type is taken as JSON), or declaring a length over
+// max_request_bytes (413 at once: reading would wait, up to the server's
+// read timeout, for bytes the client may never send). It writes the
+// error answer itself.
+func (a *api) acceptBody(w http.ResponseWriter, r *http.Request) bool {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				w.Header().Set("Accept-Encoding", "identity")
+				writeErr(w, http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported: send the body uncompressed", c)
+				return false
+			}
+		}
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if err := checkJSONType(ct); err != nil {
+			writeErr(w, http.StatusUnsupportedMediaType, "%v", err)
+			return false
+		}
+	}
+	if r.ContentLength > int64(a.cfg.MaxRequestBytes) {
+		writeErr(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over %d bytes (max_request_bytes)",
+			r.ContentLength, a.cfg.MaxRequestBytes)
+		return false
+	}
+	return true
+}
+
+// checkJSONType accepts application/json and any application/...+json
+// type (RFC 6839), with no charset or UTF-8, the only one JSON has (RFC
+// 8259 section 8.1).
+func checkJSONType(ct string) error {
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+		return fmt.Errorf("Content-Type %q is malformed (%v): send Content-Type: application/json", ct, err)
+	case mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")):
+		return fmt.Errorf("Content-Type %q is not JSON: send Content-Type: application/json", mt)
+	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+		return fmt.Errorf("Content-Type charset %q is not supported: JSON is UTF-8", params["charset"])
+	}
+	return nil
+}
+
+// duplicateKey walks body, JSON that encoding/json has accepted, and
+// names the first key that appears twice in one object, at any depth.
+// encoding/json keeps the last of them without a word, and a receiver's
+// parser may keep the first: the producer and the receiver would read
+// different events. Keys of the request object itself are compared as
+// encoding/json matches them to fields, ignoring case ("ID" is "id").
+func duplicateKey(body []byte) error {
+	type object struct {
+		keys  map[string]bool
+		isKey bool // the next token is a key
+	}
+	var open []*object // the objects and arrays around the token, innermost last; nil for an array
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if tok == json.Delim('}') || tok == json.Delim(']') {
+			open = open[:len(open)-1]
+			continue
+		}
+		var in *object
+		if len(open) > 0 {
+			in = open[len(open)-1]
+		}
+		if in != nil && in.isKey {
+			k := tok.(string)
+			fold := k
+			if len(open) == 1 {
+				fold = strings.ToUpper(strings.ToLower(k)) // encoding/json's case folding of a field name
+			}
+			if in.keys[fold] {
+				return fmt.Errorf("duplicate key %q: a key may appear once in an object", k)
+			}
+			in.keys[fold] = true
+			in.isKey = false
+			continue
+		}
+		if in != nil {
+			in.isKey = true // tok starts the value; the object's next key follows it
+		}
+		switch tok {
+		case json.Delim('{'):
+			open = append(open, &object{keys: map[string]bool{}, isKey: true})
+		case json.Delim('['):
+			open = append(open, nil)
+		}
+	}
 }
 
 func (a *api) knownStream(w http.ResponseWriter, stream string) (*StreamConfig, bool) {
@@ -178,19 +323,36 @@ func (a *api) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, err := a.svc.Publish(r.Context(), stream, req.ID, req.Payload)
 	switch {
-	case errors.Is(err, store.ErrBadArgument):
-		writeErr(w, http.StatusConflict, "%v", err)
-		return
-	case err != nil:
+	case err == nil && !rc.Duplicate:
+		writeJSON(w, http.StatusCreated, publishResponse{Stream: stream, ID: req.ID, Seq: rc.Seq})
+	case err == nil || errors.Is(err, store.ErrBadArgument):
+		// The ID is taken: on this stream (a duplicate) or, as the store
+		// refuses with ErrBadArgument once the channel has passed the ID,
+		// on another. What it holds tells a retry from a producer's bug.
+		a.taken(w, r, stream, req)
+	default:
 		a.log.LogAttrs(r.Context(), slog.LevelError, "publish failed", slog.String("stream", stream), slog.String("id", req.ID), slog.Any("err", err))
 		writeErr(w, http.StatusServiceUnavailable, "not stored, try again with the same id: %v", err)
-		return
 	}
-	status := http.StatusCreated
-	if rc.Duplicate {
-		status = http.StatusOK
+}
+
+// taken answers a publish of an ID the store holds already. An ID names
+// one event in the whole store, whatever its stream: the same stream and
+// payload, byte for byte, is a retry, answered 200 as a duplicate; another
+// stream or another payload is a producer's bug, answered 409, and the
+// stored event is left as it was.
+func (a *api) taken(w http.ResponseWriter, r *http.Request, stream string, req publishRequest) {
+	rec, err := a.st.Get(r.Context(), req.ID)
+	switch {
+	case err != nil: // ErrNotFound too: retention deleted the event since the publish
+		writeErr(w, http.StatusServiceUnavailable, "id %q is taken but its event could not be read, try again with the same id: %v", req.ID, err)
+	case rec.Stream != stream:
+		writeErr(w, http.StatusConflict, "event ID %q belongs to another stream, %q: an ID names one event across all streams", req.ID, rec.Stream)
+	case !bytes.Equal(rec.Payload, req.Payload):
+		writeErr(w, http.StatusConflict, "event ID %q was already accepted with a different payload; the stored event is unchanged", req.ID)
+	default:
+		writeJSON(w, http.StatusOK, publishResponse{Stream: stream, ID: req.ID, Seq: rec.Seq, Duplicate: true})
 	}
-	writeJSON(w, status, publishResponse{Stream: stream, ID: req.ID, Seq: rc.Seq, Duplicate: rc.Duplicate})
 }
 
 // eventView is what the API shows of a record: never the payload's
@@ -250,6 +412,11 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 
 // dead lists a stream's dead letters, a page at a time: ?after=SEQ&limit=N
 // (default 100, at most 1000); next_after is the after of the next page.
+//
+// A Seq is at most math.MaxInt64: the SQL stores keep it in a signed
+// 64-bit column, and hand after to it as one. A larger after is refused
+// rather than passed on, where it would wrap negative and list the first
+// page.
 func (a *api) dead(w http.ResponseWriter, r *http.Request) {
 	stream := r.PathValue("stream")
 	if _, ok := a.knownStream(w, stream); !ok {
@@ -258,8 +425,8 @@ func (a *api) dead(w http.ResponseWriter, r *http.Request) {
 	after, limit := uint64(0), 100
 	if s := r.URL.Query().Get("after"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			writeErr(w, http.StatusBadRequest, "after %q is not a sequence number", s)
+		if err != nil || n > math.MaxInt64 {
+			writeErr(w, http.StatusBadRequest, "after %q must be a sequence number from 0 to %d", s, int64(math.MaxInt64))
 			return
 		}
 		after = n

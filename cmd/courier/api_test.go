@@ -85,6 +85,13 @@ func (s *sink) setStatus(code int) {
 // a free port; it stops at the test's end.
 func startServe(t *testing.T, sinkURL string, extra string) string {
 	t.Helper()
+	return startServeWith(t, sinkURL, extra, nil)
+}
+
+// startServeWith is startServe with set (if not nil) applied to the
+// parsed config.
+func startServeWith(t *testing.T, sinkURL string, extra string, set func(*Config)) string {
+	t.Helper()
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
 allow_loopback = true
@@ -104,6 +111,9 @@ max_payload_bytes = 1024
 	}
 	c.Listen = "127.0.0.1:0"
 	c.Database = filepath.Join(t.TempDir(), "courier.db")
+	if set != nil {
+		set(c)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -125,17 +135,28 @@ max_payload_bytes = 1024
 
 type reply struct {
 	status int
+	header http.Header
 	body   map[string]any
 }
 
 func call(t *testing.T, method, url, tok, body string) reply {
 	t.Helper()
+	var h http.Header
+	if tok != "" {
+		h = http.Header{"Authorization": {"Bearer " + tok}}
+	}
+	return callHeader(t, method, url, h, body)
+}
+
+// callHeader is call with the request's headers given whole.
+func callHeader(t *testing.T, method, url string, h http.Header, body string) reply {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -143,7 +164,7 @@ func call(t *testing.T, method, url, tok, body string) reply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode}
+	r := reply{status: resp.StatusCode, header: resp.Header}
 	if err := json.Unmarshal(b, &r.body); err != nil {
 		t.Fatalf("%s %s: answer is not JSON: %q", method, url, b)
 	}
@@ -171,9 +192,12 @@ func TestPublishDeliversOnceAndResendChangesNothing(t *testing.T) {
 	eventually(t, "o-1 delivered", func() bool {
 		return call(t, "GET", base+"/v1/events/o-1", token, "").body["state"] == "delivered"
 	})
-	r = call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-1","payload":{"total":99}}`)
+	r = call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-1","payload":{"total":42}}`)
 	if r.status != http.StatusOK || r.body["seq"] != 1.0 || r.body["duplicate"] != true {
 		t.Fatalf("resend = %d %v; want 200, seq 1, duplicate", r.status, r.body)
+	}
+	if r := call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-1","payload":{"total":99}}`); r.status != http.StatusConflict {
+		t.Fatalf("resend with another payload = %d %v; want 409", r.status, r.body)
 	}
 	time.Sleep(200 * time.Millisecond) // several polls: a resend must not be sent again
 	got := call(t, "GET", base+"/v1/events/o-1", token, "")
@@ -257,7 +281,7 @@ func TestAPIErrorsAnswer4xxAndChangeNothing(t *testing.T) {
 		{"payload over the stream's limit", "POST", "/v1/streams/orders/events", token, big, 413, "max_payload_bytes", "big"},
 		{"body over the request limit", "POST", "/v1/streams/orders/events", token, huge, 413, "max_request_bytes", "huge"},
 		{"id the channel cannot carry", "POST", "/v1/streams/orders/events", token, `{"id":"a\nb","payload":1}`, 422, "event ID", "a\nb"},
-		{"id taken on another stream", "POST", "/v1/streams/other/events", token, `{"id":"taken","payload":1}`, 409, "bad argument", ""},
+		{"id taken on another stream", "POST", "/v1/streams/other/events", token, `{"id":"taken","payload":1}`, 409, `event ID "taken" belongs to another stream`, ""},
 		{"get unknown id", "GET", "/v1/events/ghost", token, "", 404, `no event with id "ghost"`, ""},
 		{"dead of unknown stream", "GET", "/v1/streams/nope/dead", token, "", 404, "unknown stream", ""},
 		{"dead with bad after", "GET", "/v1/streams/orders/dead?after=x", token, "", 400, "after", ""},

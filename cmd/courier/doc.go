@@ -23,9 +23,9 @@
 //
 // # API
 //
-// Every /v1 call needs "Authorization: Bearer TOKEN"; errors are JSON
-// {"error": "..."} with a 4xx (the caller's fault, nothing changed) or 503
-// (try again).
+// Every /v1 call needs "Authorization: Bearer TOKEN" (the scheme in any
+// case, the token exactly); errors are JSON {"error": "..."} with a 4xx
+// (the caller's fault, nothing changed) or 503 (try again).
 //
 //	POST /v1/streams/{stream}/events  {"id": "...", "payload": <JSON>}  201, or 200 for a resend
 //	GET  /v1/events/{id}                                                state, attempts, last outcome, dead reason
@@ -33,6 +33,30 @@
 //	POST /v1/events/{id}/replay                                         re-drive a dead letter
 //	POST /v1/streams/{stream}/pause   and  /resume
 //	GET  /healthz  /readyz  /metrics                                    no token
+//
+// An event ID names one event in the whole store, whatever its stream. A
+// publish of an ID the store holds is answered by what it holds:
+//
+//	same stream, same payload byte for byte   200, "duplicate": true (a retry; nothing changes)
+//	same stream, another payload              409 "event ID x was already accepted with a different payload"
+//	another stream                            409 "event ID x belongs to another stream, y"
+//
+// The stored event is never changed by a resend. The payload is compared
+// as sent, so the same JSON spelt with other spacing or key order is
+// another payload: a producer retries with the bytes it sent first.
+//
+// A publish body is JSON in UTF-8, uncompressed: a Content-Encoding other
+// than identity is refused with 415 (and Accept-Encoding: identity), a
+// Content-Type other than application/json or application/*+json, or
+// with a charset other than UTF-8, with 415; no Content-Type is taken as
+// JSON. A Content-Length over max_request_bytes is refused with 413
+// before any of the body is read. A key that appears twice in one
+// object, at any depth of the body, payload included, is refused with
+// 400 naming it (the top-level "id" and "payload" are matched ignoring
+// case, as "ID" would fill "id"). A page of dead letters takes after from
+// 0 to 9223372036854775807 (a Seq is a signed 64-bit number in the
+// store); anything else is a 400. A known path with the wrong method is
+// a 405 with Allow; an unknown path a 404.
 //
 // A publish is answered only once the event is durable. See pauses.go for
 // what a pause does when several processes share a database.
