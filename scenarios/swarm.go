@@ -113,7 +113,7 @@ func Swarm(seed uint64) sim.World {
 // on its own. The streams fit in the workers' room together: a worker does
 // not rotate the streams it owns, so a stream that finds no room waits
 // until an owned one falls idle, and nobody can give its events up on time
-// meanwhile (README: Running many streams).
+// meanwhile (docs/operations.md: Running many streams).
 func drawStreams(r *rand.Rand, w *sim.World, coin func(float64) bool) {
 	if !coin(0.5) {
 		return
