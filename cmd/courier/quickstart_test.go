@@ -35,7 +35,7 @@ type quickstart struct {
 var (
 	qsReceive = regexp.MustCompile(`^go run \./cmd/courier receive -secret (\S+)`)
 	qsServe   = regexp.MustCompile(`^go run \./cmd/courier serve -config (\S+)`)
-	qsPublish = regexp.MustCompile(`^curl (?:-s )?-H '([^']+)' -d '([^']+)' (\S+)$`)
+	qsPublish = regexp.MustCompile(`^curl (?:-s )?-H '([^']+)' --json '([^']+)' (\S+)$`)
 	qsQuery   = regexp.MustCompile(`^curl (?:-s )?-H '([^']+)' (\S+)$`)
 )
 
@@ -169,6 +169,10 @@ func qsDo(t *testing.T, method, u, header, body string) string {
 	}
 	name, value, _ := strings.Cut(header, ": ")
 	req.Header.Set(name, value)
+	if body != "" { // curl --json sends these two with its body
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
