@@ -85,6 +85,13 @@ func (s *sink) setStatus(code int) {
 // a free port; it stops at the test's end.
 func startServe(t *testing.T, sinkURL string, extra string) string {
 	t.Helper()
+	return startServeStream(t, sinkURL, "max_attempts = 2\n"+extra)
+}
+
+// startServeStream is startServe with the stream's policy lines (and
+// anything after them) all given by the caller.
+func startServeStream(t *testing.T, sinkURL string, stream string) string {
+	t.Helper()
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
 allow_loopback = true
@@ -96,9 +103,8 @@ url = "` + sinkURL + `/orders"
 secrets = ["` + secret + `"]
 base_backoff = "50ms"
 max_backoff = "100ms"
-max_attempts = 2
 max_payload_bytes = 1024
-` + extra)
+` + stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +193,7 @@ func TestPublishDeliversOnceAndResendChangesNothing(t *testing.T) {
 
 func TestDeadLetterListAndReplay(t *testing.T) {
 	s := newSink(t)
-	s.setStatus(http.StatusBadRequest) // refused for good: dead at once
+	s.setStatus(http.StatusGone) // rejected by the default status policy: dead at once
 	base := startServe(t, s.srv.URL, "")
 	call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-dead","payload":1}`)
 	eventually(t, "o-dead dead", func() bool {
@@ -195,8 +201,9 @@ func TestDeadLetterListAndReplay(t *testing.T) {
 	})
 	ev := call(t, "GET", base+"/v1/events/o-dead", token, "").body
 	last, _ := ev["last_outcome"].(map[string]any)
-	if ev["dead_reason"] != "rejected" || last == nil || last["status"] != 400.0 {
-		t.Errorf("dead event = %v; want reason rejected, last status 400", ev)
+	if ev["dead_reason"] != "rejected" || ev["attempts"] != 1.0 || last == nil || last["status"] != 410.0 ||
+		!strings.Contains(last["detail"].(string), "endpoint is gone") {
+		t.Errorf("dead event = %v; want reason rejected after 1 attempt, last status 410 saying the endpoint is gone", ev)
 	}
 	dead := call(t, "GET", base+"/v1/streams/orders/dead", token, "")
 	list, _ := dead.body["dead"].([]any)
