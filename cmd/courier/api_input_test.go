@@ -88,7 +88,7 @@ func TestDeadAfterBeyondSeqRangeIsRefusedPostgres(t *testing.T) {
 func testDeadAfterBeyondSeqRange(t *testing.T, set func(*Config)) {
 	s := newSink(t)
 	s.setStatus(http.StatusBadRequest) // refused for good: dead at once
-	base := startServeWith(t, s.srv.URL, "", set)
+	base := startServeWith(t, s.srv.URL, "max_attempts = 2\n", set)
 	call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"d-1","payload":1}`)
 	eventually(t, "d-1 dead", func() bool {
 		return call(t, "GET", base+"/v1/events/d-1", token, "").body["state"] == "dead"
@@ -222,7 +222,7 @@ func TestEventIDConflictsPostgres(t *testing.T) { testEventIDConflicts(t, onPost
 
 func testEventIDConflicts(t *testing.T, set func(*Config)) {
 	s := newSink(t)
-	base := startServeWith(t, s.srv.URL, "[streams.other]\nurl = \""+s.srv.URL+"\"\nsecrets = [\""+secret+"\"]\n", set)
+	base := startServeWith(t, s.srv.URL, "max_attempts = 2\n[streams.other]\nurl = \""+s.srv.URL+"\"\nsecrets = [\""+secret+"\"]\n", set)
 	if r := call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"c-1","payload":{"n":1}}`); r.status != 201 {
 		t.Fatalf("publish = %d %v", r.status, r.body)
 	}

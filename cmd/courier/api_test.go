@@ -85,12 +85,19 @@ func (s *sink) setStatus(code int) {
 // a free port; it stops at the test's end.
 func startServe(t *testing.T, sinkURL string, extra string) string {
 	t.Helper()
-	return startServeWith(t, sinkURL, extra, nil)
+	return startServeWith(t, sinkURL, "max_attempts = 2\n"+extra, nil)
 }
 
-// startServeWith is startServe with set (if not nil) applied to the
-// parsed config.
-func startServeWith(t *testing.T, sinkURL string, extra string, set func(*Config)) string {
+// startServeStream is startServe with the stream's policy lines (and
+// anything after them) all given by the caller.
+func startServeStream(t *testing.T, sinkURL string, stream string) string {
+	t.Helper()
+	return startServeWith(t, sinkURL, stream, nil)
+}
+
+// startServeWith is startServeStream with set (if not nil) applied to
+// the parsed config.
+func startServeWith(t *testing.T, sinkURL string, stream string, set func(*Config)) string {
 	t.Helper()
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
@@ -103,9 +110,8 @@ url = "` + sinkURL + `/orders"
 secrets = ["` + secret + `"]
 base_backoff = "50ms"
 max_backoff = "100ms"
-max_attempts = 2
 max_payload_bytes = 1024
-` + extra)
+` + stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +217,7 @@ func TestPublishDeliversOnceAndResendChangesNothing(t *testing.T) {
 
 func TestDeadLetterListAndReplay(t *testing.T) {
 	s := newSink(t)
-	s.setStatus(http.StatusBadRequest) // refused for good: dead at once
+	s.setStatus(http.StatusGone) // rejected by the default status policy: dead at once
 	base := startServe(t, s.srv.URL, "")
 	call(t, "POST", base+"/v1/streams/orders/events", token, `{"id":"o-dead","payload":1}`)
 	eventually(t, "o-dead dead", func() bool {
@@ -219,8 +225,9 @@ func TestDeadLetterListAndReplay(t *testing.T) {
 	})
 	ev := call(t, "GET", base+"/v1/events/o-dead", token, "").body
 	last, _ := ev["last_outcome"].(map[string]any)
-	if ev["dead_reason"] != "rejected" || last == nil || last["status"] != 400.0 {
-		t.Errorf("dead event = %v; want reason rejected, last status 400", ev)
+	if ev["dead_reason"] != "rejected" || ev["attempts"] != 1.0 || last == nil || last["status"] != 410.0 ||
+		!strings.Contains(last["detail"].(string), "endpoint is gone") {
+		t.Errorf("dead event = %v; want reason rejected after 1 attempt, last status 410 saying the endpoint is gone", ev)
 	}
 	dead := call(t, "GET", base+"/v1/streams/orders/dead", token, "")
 	list, _ := dead.body["dead"].([]any)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/webhook"
+	"github.com/courierlab/courier/webhook/httpchannel"
 )
 
 // Duration is a time.Duration written with its unit ("30s", "5m"): a bare
@@ -86,6 +87,10 @@ type StreamConfig struct {
 	ProbePath         string   `toml:"probe_path"`
 	MaxQueued         int      `toml:"max_queued"`
 	MaxPayloadBytes   int      `toml:"max_payload_bytes"`
+	// RejectStatuses are the HTTP statuses that make an event a dead
+	// letter at once. Absent: only 410 (httpchannel.DefaultStatusPolicy);
+	// every other non-2xx is retried. An empty list rejects nothing.
+	RejectStatuses *[]int `toml:"reject_statuses"`
 
 	policy machine.Config
 }
@@ -182,7 +187,8 @@ func fieldErr(field, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
 }
 
-func (s *StreamConfig) check() error {
+// checkChannel checks what the stream's HTTP channel is built from.
+func (s *StreamConfig) checkChannel() error {
 	if s.URL == "" {
 		return fieldErr("url", "is missing")
 	}
@@ -193,6 +199,20 @@ func (s *StreamConfig) check() error {
 		if _, err := webhook.ParseSecret(sec); err != nil {
 			return fieldErr(fmt.Sprintf("secrets[%d]", i), "is not a whsec_ secret") // the error might echo the secret
 		}
+	}
+	if s.RejectStatuses != nil {
+		for i, code := range *s.RejectStatuses {
+			if err := httpchannel.CheckRejectStatus(code); err != nil {
+				return fieldErr(fmt.Sprintf("reject_statuses[%d]", i), "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *StreamConfig) check() error {
+	if err := s.checkChannel(); err != nil {
+		return err
 	}
 	p := machine.DefaultConfig()
 	// A random seed per process: jitter then differs between hosts (as
@@ -273,3 +293,12 @@ func tomlName(msg string) string {
 
 // Policy is the stream's delivery policy, defaults filled in.
 func (s *StreamConfig) Policy() machine.Config { return s.policy }
+
+// StatusPolicy is what the stream's channel rejects at once; nil means
+// httpchannel's default.
+func (s *StreamConfig) StatusPolicy() *httpchannel.StatusPolicy {
+	if s.RejectStatuses == nil {
+		return nil
+	}
+	return &httpchannel.StatusPolicy{RejectOn: *s.RejectStatuses}
+}

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,11 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 		{"negative attempts", stream("max_attempts = -1"), "streams.orders.max_attempts"},
 		{"backoff inverted", stream("base_backoff = \"1m\"\nmax_backoff = \"1s\""), "streams.orders.max_backoff"},
 		{"jitter out of range", stream("jitter_percent = 150"), "streams.orders.jitter_percent"},
+		{"2xx rejects", stream("reject_statuses = [404, 204]"), "streams.orders.reject_statuses[1]: 204 is a success"},
+		{"status above 599", stream("reject_statuses = [600]"), "streams.orders.reject_statuses[0]: 600 is not an HTTP status"},
+		{"status below 100", stream("reject_statuses = [410, 99]"), "streams.orders.reject_statuses[1]: 99 is not an HTTP status"},
+		{"statuses not a list", stream("reject_statuses = 404"), "reject_statuses"},
+		{"status classes as text", stream(`reject_statuses = ["4xx"]`), "reject_statuses"},
 		{"short token", "api_tokens = [\"short\"]", "api_tokens[0]"},
 		{"bad stream name", "[streams.\"a b\"]\nurl = \"https://example.com/\"\nsecrets = [\"" + secret + "\"]", `streams."a b"`},
 		{"not TOML", "listen = ", "config:"},
@@ -90,6 +96,31 @@ func TestBadEndpointFailsAtStart(t *testing.T) {
 	_, err = newRouter(c, nil)
 	if err == nil || !strings.Contains(err.Error(), "streams.orders") {
 		t.Fatalf("newRouter = %v; want an error naming streams.orders", err)
+	}
+}
+
+// reject_statuses reaches the stream's status policy as written: absent
+// is httpchannel's default (nil), an empty list rejects nothing.
+func TestParseConfigReadsRejectStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []int // nil: no policy, the default
+	}{
+		{"", nil},
+		{"reject_statuses = []", []int{}},
+		{"reject_statuses = [400, 404, 410, 422, 301]", []int{400, 404, 410, 422, 301}},
+	} {
+		c, err := ParseConfig("[streams.orders]\nurl = \"https://example.com/\"\nsecrets = [\"" + secret + "\"]\n" + tc.line)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		got := c.Streams["orders"].StatusPolicy()
+		switch {
+		case tc.want == nil && got != nil:
+			t.Errorf("%q: policy %+v, want nil (the default)", tc.line, got)
+		case tc.want != nil && (got == nil || !slices.Equal(got.RejectOn, tc.want) || got.RejectOn == nil):
+			t.Errorf("%q: policy %+v, want RejectOn %v", tc.line, got, tc.want)
+		}
 	}
 }
 

@@ -118,6 +118,7 @@ max_backoff = "1s"
 attempt_timeout = "2s"
 probe_base_interval = "200ms"
 probe_max_interval = "1s"
+reject_statuses = [410, 422] # the receiver's 422 means never: dead at once
 `, token, recvAddr, secret))
 	if err != nil {
 		return err

@@ -20,6 +20,33 @@
 //	window = 8
 //	max_attempts = 8
 //	max_age = "24h"
+//	reject_statuses = [410, 422] # optional; the default is [410]
+//
+// # What the receiver's answer does
+//
+// A 2xx delivers the event. A status listed in the stream's
+// reject_statuses makes it a dead letter at once (dead_reason
+// "rejected"), kept to replay. Any other status (3xx, 4xx, 5xx) is a
+// failure, retried with backoff until max_attempts or max_age runs out;
+// its Retry-After is honoured up to max_retry_after. Redirects are never
+// followed (they would escape the SSRF policy). Without reject_statuses
+// only 410 Gone rejects: Standard Webhooks gives it the meaning "stop
+// sending here", and retrying everything else is what receivers built
+// for Svix expect, so that a receiver answering 404 or 401 during a deploy
+// or a secret rotation gets its events once it is fixed instead of
+// leaving dead letters to replay one by one. List the statuses by which
+// your receiver means "never" (a 422 for a payload it will not accept,
+// say); reject_statuses = [] retries even 410. A status outside 100..599
+// or a 2xx in the list stops the start, naming the field.
+//
+// A retried 4xx counts toward the circuit breaker like a 5xx: after
+// breaker_threshold failures in a row the stream probes (HEAD to the URL,
+// or to probe_path). A receiver down for a deploy fails the probe too, so
+// its events wait parked without spending attempts; one that refuses only
+// some events passes the probe, and each such event spends its own
+// attempts (in strict order it holds the stream meanwhile). The probe must
+// be answered 2xx while the receiver is up: the receiver kit answers HEAD
+// with 204; point probe_path at a health check otherwise.
 //
 // # API
 //

@@ -19,13 +19,14 @@ import (
 // receive runs a development receiver built with the receiver kit: it
 // verifies each webhook, applies each event ID once (in memory), prints
 // what it applied, and refuses (422) bodies containing -refuse, so that
-// a dead letter can be made on purpose.
+// a dead letter can be made on purpose (at once when the stream lists 422
+// in reject_statuses; by default a 422 is retried).
 func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("courier receive", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:9000", "address to listen on")
 	secret := fs.String("secret", os.Getenv("COURIER_RECEIVE_SECRET"), "the stream's signing secret, whsec_... ($COURIER_RECEIVE_SECRET)")
-	refuse := fs.String("refuse", "", "answer 422 (refused for good) to bodies containing this text")
+	refuse := fs.String("refuse", "", "answer 422 to bodies containing this text (a dead letter at once if the stream's reject_statuses lists 422)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}

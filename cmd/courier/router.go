@@ -36,6 +36,7 @@ func newRouter(c *Config, log *slog.Logger) (*router, error) {
 			AttemptTimeout: s.Policy().AttemptTimeout,
 			MaxBodyBytes:   s.Policy().MaxPayloadBytes,
 			ProbePath:      s.ProbePath,
+			StatusPolicy:   s.StatusPolicy(),
 			Logger:         log,
 		}
 		if c.AllowLoopback {

@@ -177,28 +177,45 @@ func (c *Channel) do(ctx context.Context, req *http.Request) channel.Outcome {
 	// evidence, and a huge one must not hold the attempt.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, c.cfg.MaxResponseBytes))
 	_ = resp.Body.Close()
-	return classifyStatus(resp.StatusCode, resp.Header, c.cfg.Now())
+	return classifyStatus(resp.StatusCode, resp.Header, c.cfg.Now(), c.cfg.reject)
 }
 
-// classifyStatus is the outcome table.
-func classifyStatus(status int, h http.Header, now time.Time) channel.Outcome {
+// classifyStatus is the outcome table: 2xx is delivered, a status the
+// policy rejects on is refused (the event goes dead at once), any other
+// is a retryable failure that passes its Retry-After on. A redirect is
+// never followed (its target would escape the endpoint the operator
+// chose), so it is one of these too, by default a failure.
+func classifyStatus(status int, h http.Header, now time.Time, reject rejectSet) channel.Outcome {
 	o := channel.Outcome{Status: status}
 	switch {
 	case status >= 200 && status <= 299:
 		o.Result = machine.OutcomeDelivered
-	case status == http.StatusRequestTimeout, status == http.StatusTooEarly, status == http.StatusTooManyRequests,
-		status >= 500 && status <= 599:
+		return o
+	case reject.rejects(status):
+		o.Result = machine.OutcomeRefused
+	default:
 		o.Result = machine.OutcomeFailed
 		o.RetryAfter, _ = ParseRetryAfter(h.Get("Retry-After"), now)
-		o.Detail = "HTTP " + strconv.Itoa(status)
-	case status >= 300 && status <= 399:
-		o.Result = machine.OutcomeRefused
-		o.Detail = channel.Truncate(fmt.Sprintf("HTTP %d redirect (not followed) to %s", status, sanitize(h.Get("Location"))))
-	default:
-		o.Result = machine.OutcomeRefused
-		o.Detail = "HTTP " + strconv.Itoa(status)
 	}
+	o.Detail = statusDetail(status, h, o.Result == machine.OutcomeRefused)
 	return o
+}
+
+// statusDetail says what the answer was, for the operator reading the
+// event's last outcome or its dead reason; the rejection comes before the
+// Location, which Truncate may cut.
+func statusDetail(status int, h http.Header, rejected bool) string {
+	d := "HTTP " + strconv.Itoa(status)
+	if rejected {
+		d += " rejected at once by the status policy"
+	}
+	switch {
+	case status >= 300 && status <= 399:
+		d += ": redirect not followed, to " + sanitize(h.Get("Location"))
+	case status == http.StatusGone:
+		d += ": Gone, the receiver says this endpoint is gone, stop sending here"
+	}
+	return channel.Truncate(d)
 }
 
 // classifyError maps a transport error: the context's end is a timeout

@@ -58,15 +58,11 @@ func attempt(n int) channel.Attempt {
 	return channel.Attempt{Stream: "orders", ID: "evt_1", Seq: 7, Attempt: n, Payload: []byte(`{"n":1}`)}
 }
 
+// The default policy: 2xx delivered, 410 Gone rejected at once, every
+// other status (redirects included, never followed) retried. On the old
+// table every 3xx and most 4xx were refused at once.
 func TestStatusTable(t *testing.T) {
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
-		if code >= 300 && code < 400 {
-			w.Header().Set("Location", "https://elsewhere.example/hooks")
-		}
-		w.WriteHeader(code)
-	}))
-	defer s.Close()
+	s := statusServer(t)
 	cases := []struct {
 		code   int
 		want   machine.Outcome
@@ -77,22 +73,24 @@ func TestStatusTable(t *testing.T) {
 		{202, machine.OutcomeDelivered, ""},
 		{204, machine.OutcomeDelivered, ""},
 		{299, machine.OutcomeDelivered, ""},
-		{301, machine.OutcomeRefused, "HTTP 301 redirect (not followed) to https://elsewhere.example/hooks"},
-		{302, machine.OutcomeRefused, "redirect (not followed) to https://elsewhere.example/hooks"},
-		{303, machine.OutcomeRefused, "redirect"},
-		{307, machine.OutcomeRefused, "redirect"},
-		{308, machine.OutcomeRefused, "redirect"},
-		{400, machine.OutcomeRefused, "HTTP 400"},
-		{401, machine.OutcomeRefused, "HTTP 401"},
-		{403, machine.OutcomeRefused, "HTTP 403"},
-		{404, machine.OutcomeRefused, "HTTP 404"},
-		{409, machine.OutcomeRefused, "HTTP 409"},
-		{410, machine.OutcomeRefused, "HTTP 410"},
-		{413, machine.OutcomeRefused, "HTTP 413"},
-		{422, machine.OutcomeRefused, "HTTP 422"},
+		{301, machine.OutcomeFailed, "HTTP 301: redirect not followed, to https://elsewhere.example/hooks"},
+		{302, machine.OutcomeFailed, "redirect not followed, to https://elsewhere.example/hooks"},
+		{303, machine.OutcomeFailed, "redirect"},
+		{307, machine.OutcomeFailed, "redirect"},
+		{308, machine.OutcomeFailed, "redirect"},
+		{400, machine.OutcomeFailed, "HTTP 400"},
+		{401, machine.OutcomeFailed, "HTTP 401"},
+		{403, machine.OutcomeFailed, "HTTP 403"},
+		{404, machine.OutcomeFailed, "HTTP 404"},
+		{405, machine.OutcomeFailed, "HTTP 405"},
+		{409, machine.OutcomeFailed, "HTTP 409"},
+		{410, machine.OutcomeRefused, "HTTP 410 rejected at once by the status policy: Gone, the receiver says this endpoint is gone"},
+		{413, machine.OutcomeFailed, "HTTP 413"},
+		{422, machine.OutcomeFailed, "HTTP 422"},
 		{408, machine.OutcomeFailed, "HTTP 408"},
 		{425, machine.OutcomeFailed, "HTTP 425"},
 		{429, machine.OutcomeFailed, "HTTP 429"},
+		{499, machine.OutcomeFailed, "HTTP 499"},
 		{500, machine.OutcomeFailed, "HTTP 500"},
 		{502, machine.OutcomeFailed, "HTTP 502"},
 		{503, machine.OutcomeFailed, "HTTP 503"},
@@ -100,14 +98,82 @@ func TestStatusTable(t *testing.T) {
 		{599, machine.OutcomeFailed, "HTTP 599"},
 	}
 	for _, c := range cases {
-		ch := newChannel(t, Config{Endpoint: s.URL + "/hooks?code=" + strconv.Itoa(c.code)})
-		got := ch.Send(context.Background(), attempt(1))
-		if got.Result != c.want || got.Status != c.code || !strings.Contains(got.Detail, c.detail) {
-			t.Errorf("HTTP %d: got %v status %d detail %q; want %v with %q", c.code, got.Result, got.Status, got.Detail, c.want, c.detail)
+		checkStatus(t, s, nil, c.code, c.want, c.detail)
+	}
+}
+
+// A custom policy rejects exactly what it lists, a redirect included;
+// an empty one rejects nothing, not even 410.
+func TestStatusPolicyTable(t *testing.T) {
+	s := statusServer(t)
+	strictish := &StatusPolicy{RejectOn: []int{400, 401, 403, 404, 422, 301}}
+	none := &StatusPolicy{RejectOn: []int{}}
+	cases := []struct {
+		policy *StatusPolicy
+		code   int
+		want   machine.Outcome
+		detail string
+	}{
+		{strictish, 200, machine.OutcomeDelivered, ""},
+		{strictish, 400, machine.OutcomeRefused, "HTTP 400 rejected at once by the status policy"},
+		{strictish, 404, machine.OutcomeRefused, "HTTP 404 rejected at once by the status policy"},
+		{strictish, 422, machine.OutcomeRefused, "HTTP 422 rejected at once"},
+		{strictish, 301, machine.OutcomeRefused, "HTTP 301 rejected at once by the status policy: redirect not followed, to https://elsewhere.example/hooks"},
+		{strictish, 302, machine.OutcomeFailed, "HTTP 302: redirect not followed"},
+		{strictish, 409, machine.OutcomeFailed, "HTTP 409"},
+		{strictish, 410, machine.OutcomeFailed, "HTTP 410: Gone"}, // not listed: retried
+		{strictish, 429, machine.OutcomeFailed, "HTTP 429"},
+		{strictish, 503, machine.OutcomeFailed, "HTTP 503"},
+		{none, 204, machine.OutcomeDelivered, ""},
+		{none, 410, machine.OutcomeFailed, "HTTP 410: Gone"},
+		{none, 400, machine.OutcomeFailed, "HTTP 400"},
+		{&StatusPolicy{RejectOn: []int{500}}, 500, machine.OutcomeRefused, "HTTP 500 rejected at once"},
+		{&StatusPolicy{RejectOn: []int{500}}, 410, machine.OutcomeFailed, "HTTP 410"},
+	}
+	for _, c := range cases {
+		checkStatus(t, s, c.policy, c.code, c.want, c.detail)
+	}
+}
+
+// statusServer answers each request with the status its query names, a
+// redirect with a Location.
+func statusServer(t *testing.T) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
+		if code >= 300 && code < 400 {
+			w.Header().Set("Location", "https://elsewhere.example/hooks")
 		}
-		if got.RetryAfter != 0 {
-			t.Errorf("HTTP %d: RetryAfter %s without a header", c.code, got.RetryAfter)
-		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// checkStatus sends one attempt to s answering code, under policy p.
+func checkStatus(t *testing.T, s *httptest.Server, p *StatusPolicy, code int, want machine.Outcome, detail string) {
+	t.Helper()
+	ch := newChannel(t, Config{Endpoint: s.URL + "/hooks?code=" + strconv.Itoa(code), StatusPolicy: p})
+	got := ch.Send(context.Background(), attempt(1))
+	if got.Result != want || got.Status != code || !strings.Contains(got.Detail, detail) {
+		t.Errorf("HTTP %d under %+v: got %v status %d detail %q; want %v with %q", code, p, got.Result, got.Status, got.Detail, want, detail)
+	}
+	if want == machine.OutcomeDelivered && got.Detail != "" {
+		t.Errorf("HTTP %d: delivered with detail %q", code, got.Detail)
+	}
+	if got.RetryAfter != 0 {
+		t.Errorf("HTTP %d: RetryAfter %s without a header", code, got.RetryAfter)
+	}
+}
+
+// The channel keeps its own copy of the policy: changing the caller's
+// slice after New changes nothing.
+func TestStatusPolicyIsCopied(t *testing.T) {
+	s := statusServer(t)
+	p := &StatusPolicy{RejectOn: []int{404}}
+	ch := newChannel(t, Config{Endpoint: s.URL + "/hooks?code=404", StatusPolicy: p})
+	p.RejectOn[0] = 500
+	if got := ch.Send(context.Background(), attempt(1)); got.Result != machine.OutcomeRefused {
+		t.Errorf("after the caller changed its slice: %+v, want 404 still refused", got)
 	}
 }
 
@@ -177,8 +243,10 @@ func TestRetryAfterReachesTheOutcome(t *testing.T) {
 		{503, now.Add(-time.Hour).Format(http.TimeFormat), 0},
 		{429, "soon", 0},
 		{500, "-5", 0},
+		{404, "120", 120 * time.Second}, // a retried 4xx passes it on too
+		{302, "60", time.Minute},
 		{200, "120", 0}, // a hint on success means nothing
-		{404, "120", 0}, // nor on a refusal
+		{410, "120", 0}, // nor on a refusal
 	}
 	for _, c := range cases {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -394,7 +462,7 @@ func TestProbe(t *testing.T) {
 	for _, c := range []struct {
 		code int
 		want machine.Outcome
-	}{{200, machine.OutcomeDelivered}, {503, machine.OutcomeFailed}, {429, machine.OutcomeFailed}, {404, machine.OutcomeRefused}, {301, machine.OutcomeRefused}} {
+	}{{200, machine.OutcomeDelivered}, {503, machine.OutcomeFailed}, {429, machine.OutcomeFailed}, {404, machine.OutcomeFailed}, {301, machine.OutcomeFailed}, {410, machine.OutcomeRefused}} {
 		mu.Lock()
 		code = c.code
 		mu.Unlock()
@@ -427,6 +495,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{func(c *Config) { c.ProbeMethod = "GE T" }, "ProbeMethod"},
 		{func(c *Config) { c.ContentType = "a\r\nb" }, "ContentType"},
 		{func(c *Config) { c.AllowAddrs = []netip.Prefix{{}} }, "AllowAddrs[0]"},
+		{func(c *Config) { c.StatusPolicy = &StatusPolicy{RejectOn: []int{404, 204}} }, "StatusPolicy.RejectOn[1]: 204 is a success"},
+		{func(c *Config) { c.StatusPolicy = &StatusPolicy{RejectOn: []int{200}} }, "StatusPolicy.RejectOn[0]: 200 is a success"},
+		{func(c *Config) { c.StatusPolicy = &StatusPolicy{RejectOn: []int{99}} }, "StatusPolicy.RejectOn[0]: 99 is not an HTTP status"},
+		{func(c *Config) { c.StatusPolicy = &StatusPolicy{RejectOn: []int{410, 600}} }, "StatusPolicy.RejectOn[1]: 600 is not an HTTP status"},
 	}
 	for _, c := range cases {
 		cfg := good
@@ -505,5 +577,18 @@ func TestDetailCarriesNoSecretOrURLToken(t *testing.T) {
 	}
 	if len(got.Detail) > channel.MaxDetailBytes {
 		t.Errorf("Detail is %d bytes", len(got.Detail))
+	}
+}
+
+func TestCheckRejectStatus(t *testing.T) {
+	for _, code := range []int{100, 199, 300, 399, 400, 410, 499, 500, 599} {
+		if err := CheckRejectStatus(code); err != nil {
+			t.Errorf("CheckRejectStatus(%d) = %v, want nil", code, err)
+		}
+	}
+	for _, code := range []int{-1, 0, 99, 200, 204, 299, 600, 1000} {
+		if err := CheckRejectStatus(code); err == nil {
+			t.Errorf("CheckRejectStatus(%d) = nil, want an error", code)
+		}
 	}
 }

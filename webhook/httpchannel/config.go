@@ -65,6 +65,10 @@ type Config struct {
 	// TLS configures https (custom roots, client certificates). Nil means
 	// the system roots. TLS below 1.2 is refused.
 	TLS *tls.Config
+	// StatusPolicy says which statuses reject an event at once (dead
+	// letter) rather than fail it for a retry; nil means
+	// DefaultStatusPolicy (only 410 Gone rejects).
+	StatusPolicy *StatusPolicy
 	// Now is the clock for webhook-timestamp and Retry-After dates; nil
 	// means time.Now.
 	Now func() time.Time
@@ -78,6 +82,7 @@ type validated struct {
 	endpoint  *url.URL
 	endpoints map[string]*url.URL
 	signer    *webhook.Signer
+	reject    rejectSet
 }
 
 func validate(cfg Config) (*validated, error) {
@@ -118,6 +123,9 @@ func validate(cfg Config) (*validated, error) {
 		return nil, errors.New("httpchannel: ContentType contains a line break")
 	case cfg.TLS != nil && cfg.TLS.MinVersion != 0 && cfg.TLS.MinVersion < tls.VersionTLS12:
 		return nil, errors.New("httpchannel: TLS.MinVersion is below TLS 1.2")
+	}
+	if v.reject, err = newRejectSet(cfg.StatusPolicy); err != nil {
+		return nil, fmt.Errorf("httpchannel: %w", err)
 	}
 	for i, p := range cfg.AllowAddrs {
 		if !p.IsValid() {
