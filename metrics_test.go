@@ -7,7 +7,8 @@
 // bound, the backlog gauges read the whole store (the other worker's
 // stream included), and every attempt has a span carrying its event's ID,
 // as its publish span does. Then the backlog gauges on a failing store:
-// nothing recorded, one warning.
+// nothing recorded, one warning. And the per-stream gauges of the
+// streams beyond the label bound add up under "other".
 package courier_test
 
 import (
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -353,4 +355,66 @@ func sumOf(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// blockingChannel holds every attempt until its context ends.
+type blockingChannel struct{}
+
+func (blockingChannel) Send(ctx context.Context, _ channel.Attempt) channel.Outcome {
+	<-ctx.Done()
+	return channel.Outcome{Result: machine.OutcomeTimedOut}
+}
+
+func (blockingChannel) Probe(context.Context, string) channel.Outcome {
+	return channel.Outcome{Result: machine.OutcomeDelivered, Status: 200}
+}
+
+// The per-stream gauges of the streams beyond the label bound add up
+// under "other".
+func TestOwnedStreamGaugesFoldIntoOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		svc, err := courier.New(courier.Config{
+			Worker: worker.Config{
+				Owner: "w1", Store: memstore.New(time.Now), MaxStreams: 8, LeaseTTL: time.Minute, Poll: 100 * time.Millisecond,
+				Policy: func(string) (machine.Config, error) { return machine.DefaultConfig(), nil },
+			},
+			Channel:       blockingChannel{},
+			Logger:        slog.New(slog.DiscardHandler),
+			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			Metrics:       courier.Metrics{StreamLabels: 1, Streams: []string{"a"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = svc.Run(ctx) }()
+		for _, e := range []struct{ stream, id string }{{"b", "b-0"}, {"a", "a-0"}, {"b", "b-1"}, {"c", "c-0"}} {
+			if _, err := svc.Publish(ctx, e.stream, e.id, []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Second) // the loop snapshots its streams once a second
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		<-done
+		for _, c := range []struct {
+			name, stream string
+			want         int64
+		}{
+			{"courier.events.queued", "a", 1},
+			{"courier.events.queued", "other", 3}, // b's two and c's one
+			{"courier.events.in_flight", "a", 1},
+			{"courier.events.in_flight", "other", 2}, // strict order: one of b's, c's one
+			{"courier.events.queued", "b", -1},
+		} {
+			if got := gauge(rm, c.name, "stream", c.stream); got != c.want {
+				t.Errorf("%s{stream=%s} = %d, want %d", c.name, c.stream, got, c.want)
+			}
+		}
+	})
 }
