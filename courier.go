@@ -43,6 +43,8 @@ type Config struct {
 	// ones.
 	MeterProvider  metric.MeterProvider
 	TracerProvider trace.TracerProvider
+	// Metrics bounds the stream label and the backlog gauges' store call.
+	Metrics Metrics
 }
 
 // Service runs one worker: it claims streams, delivers their events over
@@ -89,7 +91,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = otel.GetTracerProvider()
 	}
-	tel, err := newTelemetry(cfg.Logger, cfg.MeterProvider, cfg.TracerProvider, cfg.Worker.Observer)
+	tel, err := newTelemetry(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,16 +129,26 @@ type Receipt struct {
 // with the same ID. If this Service owns the stream, its worker adopts the
 // event at once; otherwise the owner finds it at its next poll.
 func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte) (Receipt, error) {
+	ctx, span := s.tel.startPublish(ctx, stream, id)
 	if c, ok := s.cfg.Channel.(channel.Checker); ok {
 		if err := c.Check(stream, id, payload); err != nil {
-			return Receipt{}, fmt.Errorf("courier: publish %q on stream %q refused: %w", id, stream, err)
+			err = fmt.Errorf("courier: publish %q on stream %q refused: %w", id, stream, err)
+			s.tel.endPublish(ctx, span, stream, publishRefused, 0, err)
+			return Receipt{}, err
 		}
 	}
 	rec, created, err := s.cfg.Worker.Store.Enqueue(ctx, stream, id, payload)
 	if err != nil {
 		s.tel.storeFailed(ctx, "Enqueue", err)
-		return Receipt{}, fmt.Errorf("courier: publish %q on stream %q: %w", id, stream, err)
+		err = fmt.Errorf("courier: publish %q on stream %q: %w", id, stream, err)
+		s.tel.endPublish(ctx, span, stream, publishFailed, 0, err)
+		return Receipt{}, err
 	}
+	result := publishAccepted
+	if !created {
+		result = publishDuplicate
+	}
+	s.tel.endPublish(ctx, span, stream, result, rec.Seq, nil)
 	s.mu.Lock()
 	s.notify[stream] = struct{}{}
 	s.mu.Unlock()
@@ -318,13 +330,13 @@ func (s *Service) send(ctx context.Context, x worker.Send) channel.Outcome {
 	}
 	ctx, cancel := context.WithTimeout(ctx, x.Timeout)
 	defer cancel()
-	ctx, span := s.tel.startAttempt(ctx, x)
+	ctx, at := s.tel.startAttempt(ctx, x)
 	out := s.cfg.Channel.Send(ctx, x.Attempt)
 	if out.Result == 0 {
 		out.Result = machine.OutcomeTimedOut // a channel that breaks its contract
 	}
 	out.Detail = channel.Truncate(out.Detail)
-	s.tel.endAttempt(span, out)
+	s.tel.endAttempt(ctx, at, out)
 	return out
 }
 

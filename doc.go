@@ -47,19 +47,37 @@
 //
 // # Observability
 //
-// Logs go to a log/slog Logger; metrics and one span per attempt go to
-// OpenTelemetry (the meter and tracer are named
-// "github.com/courierlab/courier"):
+// Logs go to a log/slog Logger; metrics and spans go to OpenTelemetry
+// (the meter and tracer are named "github.com/courierlab/courier"):
 //
-//	courier.deliveries       counter  attempt outcomes, by outcome
-//	courier.attempts         counter  attempts started
-//	courier.events.settled   counter  events delivered or dead, by state and reason
-//	courier.events.queued    gauge    events not yet settled, per owned stream
-//	courier.events.in_flight gauge    attempts awaiting an outcome, per owned stream
-//	courier.circuit.state    gauge    0 closed, 1 checking, 2 open, per owned stream
-//	courier.streams.owned    gauge    streams this worker holds
-//	courier.leases           counter  granted, lost, released
-//	courier.store.errors     counter  failed store calls, by operation
+//	courier.attempt.duration   histogram  seconds the channel took over an attempt, by outcome and stream (5ms to 60s buckets)
+//	courier.deliveries         counter    attempt outcomes, by outcome and stream
+//	courier.attempts           counter    attempts started, by stream
+//	courier.publishes          counter    Publish calls, by result (accepted, duplicate, refused, failed) and stream
+//	courier.events.settled     counter    events delivered or dead, by state, reason and stream
+//	courier.events.queued      gauge      events not yet settled, per owned stream
+//	courier.events.in_flight   gauge      attempts awaiting an outcome, per owned stream
+//	courier.circuit.state      gauge      0 closed, 1 checking, 2 open, per owned stream (the worst of "other")
+//	courier.streams.owned      gauge      streams this worker holds
+//	courier.backlog.events     gauge      events not yet delivered or dead in the whole store
+//	courier.backlog.oldest_age gauge      seconds the longest-waiting of them has waited, by the store's clock
+//	courier.leases             counter    granted, lost, released
+//	courier.store.errors       counter    failed store calls, by operation
+//
+// The stream label is bounded (Metrics.StreamLabels, 100 by default):
+// the streams of Metrics.Streams, then the first this process meets, get
+// their name; the others are labelled "other". The backlog gauges read
+// the whole store, every worker's streams, when the Store is a
+// store.StatsReader (memstore, sqlitestore and pgstore are), at each
+// collection within Metrics.StatsTimeout; while that call fails they
+// record nothing and one warning is logged.
+//
+// Each Publish has a span (courier.publish, a child of the caller's
+// context) and each attempt one (courier.attempt); both carry the
+// event's ID as courier.event.id, which is what joins them: the attempt
+// runs later, maybe in another process, and the store keeps no trace
+// context with an event, so the attempt span has no link to the publish.
+// No trace context is sent to the receiver.
 //
 // No payload, and no secret, is ever written to a log line, a metric label
 // or a span: they carry stream names, event IDs, sequence and attempt

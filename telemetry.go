@@ -13,6 +13,7 @@ import (
 
 	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/worker"
 )
 
@@ -29,17 +30,30 @@ type telemetry struct {
 	tracer trace.Tracer
 	next   worker.Observer
 
-	deliveries, attempts, settled, leases, storeErrors metric.Int64Counter
+	streams *streamLabels
+
+	deliveries, attempts, settled, leases, storeErrors, publishes metric.Int64Counter
+	attemptDuration                                               metric.Float64Histogram
 
 	mu     sync.Mutex
 	snap   []worker.Status
 	snapAt time.Time
 }
 
-func newTelemetry(log *slog.Logger, mp metric.MeterProvider, tp trace.TracerProvider, next worker.Observer) (*telemetry, error) {
-	t := &telemetry{log: log, tracer: tp.Tracer(instrumentation), next: next}
-	m := mp.Meter(instrumentation)
-	var err error
+// attemptBuckets are the attempt-duration histogram's bounds, in
+// seconds: from a receiver on the same network (5ms) to the longest
+// attempt timeout worth waiting for (60s).
+var attemptBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// newTelemetry builds the instruments from cfg, whose defaults are set.
+func newTelemetry(cfg Config) (*telemetry, error) {
+	mc, err := cfg.Metrics.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t := &telemetry{log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(instrumentation), next: cfg.Worker.Observer,
+		streams: newStreamLabels(mc)}
+	m := cfg.MeterProvider.Meter(instrumentation)
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		if err == nil {
@@ -47,13 +61,26 @@ func newTelemetry(log *slog.Logger, mp metric.MeterProvider, tp trace.TracerProv
 		}
 		return c
 	}
-	t.deliveries = counter("courier.deliveries", "{reply}", "Outcomes of attempts that reached their machine, by outcome.")
-	t.attempts = counter("courier.attempts", "{attempt}", "Attempts started (persisted and handed to the channel).")
-	t.settled = counter("courier.events.settled", "{event}", "Events that reached a terminal state, by state and dead reason.")
+	t.deliveries = counter("courier.deliveries", "{reply}", "Outcomes of attempts that reached their machine, by outcome and stream.")
+	t.attempts = counter("courier.attempts", "{attempt}", "Attempts started (persisted and handed to the channel), by stream.")
+	t.settled = counter("courier.events.settled", "{event}", "Events that reached a terminal state, by state, dead reason and stream.")
 	t.leases = counter("courier.leases", "{lease}", "Lease events: granted, lost, released.")
 	t.storeErrors = counter("courier.store.errors", "{error}", "Failed store calls, by operation.")
+	t.publishes = counter("courier.publishes", "{event}", "Publish calls, by result (accepted, duplicate, refused, failed) and stream.")
 	if err != nil {
 		return nil, err
+	}
+	t.attemptDuration, err = m.Float64Histogram("courier.attempt.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long the channel took over an attempt, by outcome and stream."),
+		metric.WithExplicitBucketBoundaries(attemptBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	if sr, ok := cfg.Worker.Store.(store.StatsReader); ok {
+		b := &backlog{st: sr, timeout: mc.StatsTimeout, log: t.log, errs: t.storeErrors}
+		if err := registerBacklog(m, b); err != nil {
+			return nil, err
+		}
 	}
 	queued, err := m.Int64ObservableGauge("courier.events.queued", metric.WithUnit("{event}"),
 		metric.WithDescription("Events not yet delivered or dead, per owned stream."))
@@ -79,15 +106,34 @@ func newTelemetry(log *slog.Logger, mp metric.MeterProvider, tp trace.TracerProv
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		o.ObserveInt64(owned, int64(len(t.snap)))
-		for _, s := range t.snap {
-			attrs := metric.WithAttributes(attribute.String("stream", s.Stream))
-			o.ObserveInt64(queued, int64(s.Queued), attrs)
-			o.ObserveInt64(inFlight, int64(s.InFlight), attrs)
-			o.ObserveInt64(circuit, circuitValue(s.Circuit), attrs)
+		for label, g := range t.foldStreams() {
+			attrs := metric.WithAttributes(attribute.String("stream", label))
+			o.ObserveInt64(queued, g.queued, attrs)
+			o.ObserveInt64(inFlight, g.inFlight, attrs)
+			o.ObserveInt64(circuit, g.circuit, attrs)
 		}
 		return nil
 	}, queued, inFlight, circuit, owned)
 	return t, err
+}
+
+// streamGauges are the per-stream gauges of one stream label.
+type streamGauges struct{ queued, inFlight, circuit int64 }
+
+// foldStreams sums the snapshot by stream label: the streams folded into
+// "other" add up their queues and flights, and show the worst circuit.
+// t.mu is held.
+func (t *telemetry) foldStreams() map[string]streamGauges {
+	out := make(map[string]streamGauges, len(t.snap))
+	for _, s := range t.snap {
+		label := t.streams.of(s.Stream)
+		g := out[label]
+		g.queued += int64(s.Queued)
+		g.inFlight += int64(s.InFlight)
+		g.circuit = max(g.circuit, circuitValue(s.Circuit))
+		out[label] = g
+	}
+	return out
 }
 
 func circuitValue(c machine.Circuit) int64 {
@@ -146,13 +192,13 @@ func (t *telemetry) Observe(e worker.Event) {
 		}
 		t.log.LogAttrs(ctx, level, "courier: circuit changed", stream, slog.String("circuit", e.Circuit.String()))
 	case worker.Sent:
-		t.attempts.Add(ctx, 1)
+		t.attempts.Add(ctx, 1, metric.WithAttributes(t.streams.attr(e.Stream)))
 		t.log.LogAttrs(ctx, slog.LevelDebug, "courier: attempt started", stream,
 			slog.String("id", e.ID), slog.Uint64("seq", e.Seq), slog.Int("attempt", e.Attempt))
 	case worker.Probed:
 		t.log.LogAttrs(ctx, slog.LevelDebug, "courier: probe started", stream, slog.String("probe", e.Detail))
 	case worker.Replied:
-		t.deliveries.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", e.Outcome.Result.String())))
+		t.deliveries.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", e.Outcome.Result.String()), t.streams.attr(e.Stream)))
 		t.log.LogAttrs(ctx, slog.LevelDebug, "courier: attempt outcome", stream,
 			slog.String("id", e.ID), slog.Int("attempt", e.Attempt), slog.String("outcome", e.Outcome.Result.String()),
 			slog.Int("status", e.Outcome.Status), slog.String("detail", e.Outcome.Detail))
@@ -175,7 +221,8 @@ func (t *telemetry) persisted(ctx context.Context, e worker.Event) {
 		if !r.State.Terminal() {
 			continue
 		}
-		t.settled.Add(ctx, 1, metric.WithAttributes(attribute.String("state", r.State.String()), attribute.String("reason", r.Reason.String())))
+		t.settled.Add(ctx, 1, metric.WithAttributes(attribute.String("state", r.State.String()), attribute.String("reason", r.Reason.String()),
+			t.streams.attr(e.Stream)))
 		level := slog.LevelDebug
 		if r.State == machine.Dead {
 			level = slog.LevelWarn
@@ -196,25 +243,71 @@ func (t *telemetry) notSent(ctx context.Context, x worker.Send) {
 		slog.String("stream", x.Stream), slog.String("id", x.ID), slog.Int("attempt", x.Attempt.Attempt))
 }
 
-// startAttempt opens the span of one attempt.
-func (t *telemetry) startAttempt(ctx context.Context, x worker.Send) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, "courier.attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+// attempt is one attempt's span and start, from startAttempt to
+// endAttempt.
+type attempt struct {
+	span   trace.Span
+	start  time.Time
+	stream string
+}
+
+// startAttempt opens the span of one attempt and starts its clock. The
+// span carries the event's ID, as the publish span does: the store keeps
+// no trace context with an event, so the ID is what joins an event's
+// publish to its attempts, which may run in another process, later.
+func (t *telemetry) startAttempt(ctx context.Context, x worker.Send) (context.Context, attempt) {
+	ctx, span := t.tracer.Start(ctx, "courier.attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("courier.stream", x.Stream),
 		attribute.String("courier.event.id", x.ID),
 		attribute.Int64("courier.event.seq", int64(x.Seq)),
 		attribute.Int("courier.attempt", x.Attempt.Attempt),
 		attribute.Int64("courier.lease.token", int64(x.Token)),
 	))
+	return ctx, attempt{span: span, start: time.Now(), stream: x.Stream}
 }
 
-// endAttempt closes it with the outcome.
-func (t *telemetry) endAttempt(span trace.Span, out channel.Outcome) {
-	span.SetAttributes(attribute.String("courier.outcome", out.Result.String()))
+// endAttempt records the attempt's duration and closes its span with the
+// outcome.
+func (t *telemetry) endAttempt(ctx context.Context, a attempt, out channel.Outcome) {
+	t.attemptDuration.Record(ctx, time.Since(a.start).Seconds(), metric.WithAttributes(
+		attribute.String("outcome", out.Result.String()), t.streams.attr(a.stream)))
+	a.span.SetAttributes(attribute.String("courier.outcome", out.Result.String()))
 	if out.Status != 0 {
-		span.SetAttributes(attribute.Int("http.response.status_code", out.Status))
+		a.span.SetAttributes(attribute.Int("http.response.status_code", out.Status))
 	}
 	if out.Result != machine.OutcomeDelivered {
-		span.SetStatus(codes.Error, out.Detail)
+		a.span.SetStatus(codes.Error, out.Detail)
+	}
+	a.span.End()
+}
+
+// What a Publish call came to, as the publishes counter labels it.
+const (
+	publishAccepted  = "accepted"  // stored: a new event
+	publishDuplicate = "duplicate" // its ID was stored already; nothing changed
+	publishRefused   = "refused"   // the channel's Check refused it; nothing stored
+	publishFailed    = "failed"    // the store failed; it may or may not be stored
+)
+
+// startPublish opens the span of one Publish call, a child of the
+// caller's (the API request's, in courier serve).
+func (t *telemetry) startPublish(ctx context.Context, stream, id string) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, "courier.publish", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
+		attribute.String("courier.stream", stream),
+		attribute.String("courier.event.id", id),
+	))
+}
+
+// endPublish counts the call by result and closes its span. err is the
+// error Publish returns (it names the stream and ID, never the payload).
+func (t *telemetry) endPublish(ctx context.Context, span trace.Span, stream, result string, seq uint64, err error) {
+	t.publishes.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result), t.streams.attr(stream)))
+	span.SetAttributes(attribute.String("courier.publish.result", result))
+	if seq != 0 {
+		span.SetAttributes(attribute.Int64("courier.event.seq", int64(seq)))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
 }

@@ -1,6 +1,6 @@
 // Tests that the shell's logs, metrics and spans report what happened
 // (deliveries by outcome, attempts, settled events, circuit state per
-// stream, leases, store errors, a span per attempt), read through the
+// stream, leases, store errors, a span per attempt and per publish), read through the
 // OpenTelemetry SDK's ManualReader and SpanRecorder, and that no payload
 // reaches any of them: a recognisable payload is planted and every log
 // line, metric and span is scanned for it.
@@ -119,12 +119,14 @@ func TestTelemetryReportsAndNeverLeaksPayloads(t *testing.T) {
 				t.Errorf("%s{%s=%s} = %d, want at least %d", c.name, c.key, c.value, got, c.atLeast)
 			}
 		}
-		if got, want := int64(len(spans.Ended())), sum(rm, "courier.attempts", "", ""); got != want || got == 0 {
-			t.Errorf("%d attempt spans for %d attempts", got, want)
-		}
-		delivered := 0
+		delivered, attemptSpans, publishSpans := 0, 0, 0
 		for _, s := range spans.Ended() {
-			if s.Name() != "courier.attempt" {
+			switch s.Name() {
+			case "courier.attempt":
+				attemptSpans++
+			case "courier.publish":
+				publishSpans++
+			default:
 				t.Errorf("unexpected span %q", s.Name())
 			}
 			for _, a := range s.Attributes() {
@@ -135,6 +137,12 @@ func TestTelemetryReportsAndNeverLeaksPayloads(t *testing.T) {
 		}
 		if delivered < events {
 			t.Errorf("%d spans say delivered, want at least %d", delivered, events)
+		}
+		if got, want := int64(attemptSpans), sum(rm, "courier.attempts", "", ""); got != want || got == 0 {
+			t.Errorf("%d attempt spans for %d attempts", got, want)
+		}
+		if publishSpans != events+1 {
+			t.Errorf("%d publish spans for %d publishes", publishSpans, events+1)
 		}
 
 		// The scan: every log line, every metric with its labels, every

@@ -61,6 +61,8 @@ type Config struct {
 	MaxRequestBytes int `toml:"max_request_bytes"`
 	// Streams are the destinations, by stream name.
 	Streams map[string]*StreamConfig `toml:"streams"`
+	// Metrics tunes the metrics served at /metrics.
+	Metrics MetricsConfig `toml:"metrics"`
 }
 
 // StreamConfig is one destination and its delivery policy. Zero fields
@@ -159,6 +161,9 @@ func (c *Config) check() error {
 		return errors.New("poll must not be negative")
 	case c.MaxRequestBytes < 1:
 		return errors.New("max_request_bytes must be positive")
+	}
+	if err := c.Metrics.check(); err != nil {
+		return err
 	}
 	for i, t := range c.APITokens {
 		if len(t) < 16 {

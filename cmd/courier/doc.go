@@ -88,6 +88,27 @@
 // A publish is answered only once the event is durable. See pauses.go for
 // what a pause does when several processes share a database.
 //
+// # Metrics and traces
+//
+// /metrics serves the runtime's metrics (package courier lists them)
+// in Prometheus form, with courier_api_requests_total counting API
+// requests by method, route pattern (never the raw path) and status code.
+// Every metric and span carries service.name "courier" (and
+// service.version in a released build); OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES override it. The stream label is bounded:
+//
+//	[metrics]
+//	stream_labels = 100 # the declared streams, by name, get theirs first; the rest are "other"
+//
+// Traces are off unless the standard variables ask for them:
+// OTEL_TRACES_EXPORTER (otlp, console, none) or an OTLP endpoint
+// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), with
+// OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by default, or grpc),
+// OTEL_EXPORTER_OTLP_HEADERS and OTEL_TRACES_SAMPLER as usual. Each API
+// request has a server span that continues the caller's traceparent;
+// a publish and each attempt have theirs, joined by the event's ID
+// (courier.event.id). The webhooks carry no trace context.
+//
 // # Signals
 //
 // SIGTERM or SIGINT: stop accepting, let attempts in flight finish for up

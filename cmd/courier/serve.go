@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -184,13 +186,29 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	}
 	defer rt.Close()
 
+	res, err := newResource(ctx)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 	defer mp.Shutdown(context.WithoutCancel(ctx))
+	tp, stopTracing, err := newTracing(ctx, res)
+	if err != nil {
+		return usageError{err}
+	}
+	defer func() {
+		// The spans still buffered go out, within a bound.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			log.Warn("traces: flushing at exit", slog.Any("err", err))
+		}
+	}()
 
 	host, _ := os.Hostname()
 	owner := host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -215,6 +233,8 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		ShutdownTimeout: c.ShutdownTimeout.Duration,
 		Logger:          log,
 		MeterProvider:   mp,
+		TracerProvider:  tp,
+		Metrics:         courier.Metrics{StreamLabels: c.Metrics.StreamLabels, Streams: slices.Sorted(maps.Keys(c.Streams))},
 	})
 	if err != nil {
 		return usageError{fmt.Errorf("config: %w", err)}
@@ -227,7 +247,11 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	var stopping atomic.Bool
 	a := &api{cfg: c, svc: svc, check: rt, st: st, pauses: be.pauses, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}
-	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	handler, err := instrumentAPI(a.handler(), mp, tp)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()

@@ -74,6 +74,7 @@ var checks = []check{
 	{"operator-refused", operatorRefused},
 	{"discard-settles", discardSettles},
 	{"retention", retention},
+	{"stats-backlog", statsBacklog},
 	{"cancelled-context", cancelledContext},
 }
 
