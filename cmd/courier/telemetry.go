@@ -150,9 +150,10 @@ func instrumentAPI(mux http.Handler, mp metric.MeterProvider, tp trace.TracerPro
 var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true}
 
 // routeOf splits the matched pattern ("POST /v1/events/{id}/replay")
-// into its method and path. A pattern with no method ("/", the catch-all)
-// takes the request's; no pattern (the mux answered itself: a 405 or a
-// redirect) is the route "unmatched".
+// into its method and path. A pattern with no method takes the
+// request's; no pattern (the mux answered itself: an unknown path's 404,
+// a 405, a redirect) is the route "unmatched", so that a scan of random
+// paths cannot grow the label set.
 func routeOf(r *http.Request) (method, route string) {
 	method = r.Method
 	if !methods[method] {

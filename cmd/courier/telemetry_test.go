@@ -289,7 +289,7 @@ func TestServeExportsMetricsAndTraces(t *testing.T) {
 		{"courier_deliveries_total", map[string]string{"stream": "refunds"}, 0},
 		{"courier_api_requests_total", map[string]string{"http_route": "/v1/streams/{stream}/events", "http_request_method": "POST", "http_response_status_code": "201"}, 2},
 		{"courier_api_requests_total", map[string]string{"http_route": "/v1/events/{id}", "http_response_status_code": "404"}, 1},
-		{"courier_api_requests_total", map[string]string{"http_route": "/", "http_request_method": "GET", "http_response_status_code": "404"}, 1},
+		{"courier_api_requests_total", map[string]string{"http_route": "unmatched", "http_request_method": "GET", "http_response_status_code": "404"}, 1},
 		{"courier_backlog_events", nil, float64(stats.Backlog)},
 		{"target_info", map[string]string{"service_name": "courier"}, 1},
 	} {

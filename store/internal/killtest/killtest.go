@@ -98,19 +98,26 @@ func child(run int, open Open) {
 // work carries each waiting record of l's stream one attempt on.
 func work(ctx context.Context, s store.Store, l store.Lease, rng *rand.Rand) {
 	recs, err := s.Pending(ctx, l, 0, 20)
+	if lost(l, err) {
+		return
+	}
 	if err != nil {
 		fail("pending: %v", err)
 	}
 	for _, r := range recs {
 		if r.Attempts >= 5 { // died of its budget in a run that was killed
 			r.State, r.Reason = machine.Dead, machine.Exhausted
-			save(ctx, s, l, store.UpdateOf(r))
+			if !save(ctx, s, l, store.UpdateOf(r)) {
+				return
+			}
 			say("end %s %d %d %d", r.ID, r.State, r.Reason, r.Attempts)
 			continue
 		}
 		r.Attempts++
 		r.NextAt = time.Now().Add(50 * time.Millisecond)
-		save(ctx, s, l, store.UpdateOf(r))
+		if !save(ctx, s, l, store.UpdateOf(r)) {
+			return
+		}
 		say("try %s %d", r.ID, r.Attempts)
 		u := store.UpdateOf(r)
 		switch x := rng.IntN(10); {
@@ -121,20 +128,39 @@ func work(ctx context.Context, s store.Store, l store.Lease, rng *rand.Rand) {
 		default:
 			u.State, u.Outcome = machine.Retry, &store.Outcome{Attempt: r.Attempts, Status: 503, Detail: "unavailable"}
 		}
-		save(ctx, s, l, u)
+		if !save(ctx, s, l, u) {
+			return
+		}
 		if u.State.Terminal() {
 			say("end %s %d %d %d", r.ID, u.State, u.Reason, u.Attempts)
 		}
 	}
-	if err := s.Release(ctx, l); err != nil {
+	if err := s.Release(ctx, l); err != nil && !lost(l, err) {
 		fail("release: %v", err)
 	}
 }
 
-func save(ctx context.Context, s store.Store, l store.Lease, u store.Update) {
-	if err := s.Save(ctx, l, []store.Update{u}); err != nil {
+// lost reports whether err says the child's lease on l has gone stale: on
+// a loaded machine a 300ms lease can expire mid-work, and a correct owner
+// then drops the stream, as the worker does, instead of failing.
+func lost(l store.Lease, err error) bool {
+	if !errors.Is(err, store.ErrStaleLease) {
+		return false
+	}
+	say("lost %s %d", l.Stream, l.Token)
+	return true
+}
+
+// save saves u under l; false if the lease went stale.
+func save(ctx context.Context, s store.Store, l store.Lease, u store.Update) bool {
+	err := s.Save(ctx, l, []store.Update{u})
+	if lost(l, err) {
+		return false
+	}
+	if err != nil {
 		fail("save %s: %v", u.ID, err)
 	}
+	return true
 }
 
 // Loop runs the kill loop: cfg.Kills children, each killed at a seeded
