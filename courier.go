@@ -45,6 +45,12 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
+// ErrPaused is for a Policy to wrap when an operator paused the stream:
+// the worker gives the stream back as for any policy error, and the
+// Service logs the pause once, at INFO, where another policy error is a
+// worker fault logged at ERROR each time.
+var ErrPaused = errors.New("courier: stream paused by an operator")
+
 // Service runs one worker: it claims streams, delivers their events over
 // the channel, and lets producers publish. Build it with New, run it with
 // Run; Publish may be called from any goroutine, before or during Run.
