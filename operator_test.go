@@ -142,7 +142,7 @@ func TestPauseIsLoggedOnceAtInfo(t *testing.T) {
 			t.Errorf("e1 is %s after the resume, want delivered", r.State)
 		}
 		cancel()
-		if err := <-done; err != nil {
+		if err := await(t, "Run after its context ended", done, runLimit); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -188,7 +188,7 @@ func TestReplayIsLoggedAtInfoNotAsALostLease(t *testing.T) {
 			t.Errorf("e1 is %s after the replay, want delivered", r.State)
 		}
 		cancel()
-		if err := <-done; err != nil {
+		if err := await(t, "Run after its context ended", done, runLimit); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -95,7 +95,7 @@ func TestShutdownLetsAttemptsFinish(t *testing.T) {
 		time.Sleep(time.Second) // a is in flight
 		cancel()
 		stopAt := time.Now()
-		if err := <-done; err != nil {
+		if err := await(t, "Run after its context ended", done, runLimit); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		if took := time.Since(stopAt); took < 3*time.Second || took > 5*time.Second {
@@ -128,7 +128,7 @@ func TestShutdownCancelsAttemptsAfterTimeout(t *testing.T) {
 		time.Sleep(time.Second)
 		cancel()
 		stopAt := time.Now()
-		if err := <-done; err != nil {
+		if err := await(t, "Run after its context ended", done, runLimit); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		if took := time.Since(stopAt); took != 10*time.Second {
@@ -180,6 +180,6 @@ func TestNoSendPastTheLeaseDeadline(t *testing.T) {
 				first.ID, first.Last, waited.ID, waited.Last)
 		}
 		cancel()
-		<-done
+		await(t, "Run after its context ended", done, runLimit)
 	})
 }

@@ -62,7 +62,7 @@ func TestRepliesNotStarvedBySlowStore(t *testing.T) {
 		r, err := st.Get(ctx, "e1")
 		st.took.Store(0) // so that a loop that never looked at ctx can see it now
 		cancel()
-		running.Wait()
+		waitGroup(t, "Run after its context ended", &running, runLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestWaitingReplyGoesBeforeTimedWork(t *testing.T) {
 			r, err := st.Get(ctx, "e1")
 			st.took.Store(0)
 			cancel()
-			running.Wait()
+			waitGroup(t, "Run after its context ended", &running, runLimit)
 			if err != nil {
 				t.Fatal(err)
 			}
