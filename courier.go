@@ -47,6 +47,12 @@ type Config struct {
 	Metrics Metrics
 }
 
+// ErrPaused is for a Policy to wrap when an operator paused the stream:
+// the worker gives the stream back as for any policy error, and the
+// Service logs the pause once, at INFO, where another policy error is a
+// worker fault logged at ERROR each time.
+var ErrPaused = errors.New("courier: stream paused by an operator")
+
 // Service runs one worker: it claims streams, delivers their events over
 // the channel, and lets producers publish. Build it with New, run it with
 // Run; Publish may be called from any goroutine, before or during Run.
@@ -240,10 +246,17 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 		// done ahead of them: when it is due again by the time each
 		// Advance ends (a store slower than the poll), replies would
 		// otherwise wait unread until their attempts time out, answered,
-		// and a shutdown would never be seen.
-		now := time.Now()
-		next := l.s.w.Next()
-		due := !next.IsZero() && !next.After(now)
+		// and a shutdown would never be seen. But the replies waiting
+		// already go first: that Advance would time out the attempts
+		// they answer (the machine applies an input before the work its
+		// instant makes due; the loop keeps that order).
+		now, next, due := l.due()
+		if due && l.takeReplies() > 0 {
+			if draining && l.inFlight == 0 {
+				return
+			}
+			now, next, due = l.due()
+		}
 		wake := timer.C
 		if due {
 			wake = ready
@@ -273,6 +286,30 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 			}
 		}
 	}
+}
+
+// due reads the clock and the worker's next timed work, and whether that
+// is due.
+func (l *loop) due() (now, next time.Time, due bool) {
+	now, next = time.Now(), l.s.w.Next()
+	return now, next, !next.IsZero() && !next.After(now)
+}
+
+// takeReplies delivers the replies that are waiting and says how many it
+// took: no more than were in flight when it started, so that the answers
+// to the sends it starts cannot hold the timed work off for ever.
+func (l *loop) takeReplies() int {
+	n := 0
+	for out := l.inFlight; n < out; n++ {
+		select {
+		case r := <-l.s.repl:
+			l.inFlight--
+			l.deliver(r)
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 // advance runs the worker's timed work, its store calls bounded by

@@ -145,12 +145,12 @@ func runShell(t *testing.T, w shellWorld, tally *faultTally) {
 		rnd := rand.New(rand.NewPCG(w.seed, uint64(i)+100))
 		producers.Go(func() { produce(ctx, t, services, streams[i], w.events, rnd) })
 	}
-	producers.Wait()
+	waitGroup(t, "the producers", &producers, time.Hour) // some 2 minutes of the bubble's time
 	for limit := start.Add(3 * time.Hour); !settled(st.Store, streams) && time.Now().Before(limit); {
 		time.Sleep(time.Second)
 	}
 	cancel()
-	running.Wait()
+	waitGroup(t, "the services after their context ended", &running, runLimit)
 
 	// Shutdown released every lease: the streams can be taken at once.
 	for _, s := range streams {

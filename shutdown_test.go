@@ -69,8 +69,17 @@ func newSlowService(t *testing.T, st *memstore.Store, ch channel.Channel, pol ma
 func TestShutdownLetsAttemptsFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New(time.Now)
+		// The answer must come well inside the attempt's own timeout. With
+		// shellPolicy's 5s, the answer and the attempt's deadline fell on
+		// the same instant: two timers due at once, and when the context's
+		// fired first (its cancel runs on a goroutine of its own, which
+		// another P can run before the channel's timer is sent), the
+		// channel saw its context done and reported "cancelled": a timed
+		// out attempt, rightly retried. Nothing of the shutdown was at fault.
+		pol := shellPolicy(machine.Strict)
+		pol.AttemptTimeout = time.Minute
 		ch := &slowChannel{delay: 5 * time.Second}
-		svc := newSlowService(t, st, ch, shellPolicy(machine.Strict), 8, 30*time.Second)
+		svc := newSlowService(t, st, ch, pol, 8, 30*time.Second)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- svc.Run(ctx) }()
@@ -86,7 +95,7 @@ func TestShutdownLetsAttemptsFinish(t *testing.T) {
 		time.Sleep(time.Second) // a is in flight
 		cancel()
 		stopAt := time.Now()
-		if err := <-done; err != nil {
+		if err := await(t, "Run after its context ended", done, runLimit); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		if took := time.Since(stopAt); took < 3*time.Second || took > 5*time.Second {
@@ -119,7 +128,7 @@ func TestShutdownCancelsAttemptsAfterTimeout(t *testing.T) {
 		time.Sleep(time.Second)
 		cancel()
 		stopAt := time.Now()
-		if err := <-done; err != nil {
+		if err := await(t, "Run after its context ended", done, runLimit); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		if took := time.Since(stopAt); took != 10*time.Second {
@@ -171,6 +180,6 @@ func TestNoSendPastTheLeaseDeadline(t *testing.T) {
 				first.ID, first.Last, waited.ID, waited.Last)
 		}
 		cancel()
-		<-done
+		await(t, "Run after its context ended", done, runLimit)
 	})
 }

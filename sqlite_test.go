@@ -75,7 +75,7 @@ func TestShellOnSQLite(t *testing.T) {
 				t.Errorf("%s: %v", owner, err)
 			}
 		}()
-		return svc, func() { cancel(); <-done }
+		return svc, func() { cancel(); await(t, "Run after its context ended", done, runLimit) }
 	}
 	w1, stop1 := start("w1")
 	w2, stop2 := start("w2")

@@ -2,6 +2,7 @@ package courier
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -38,12 +39,22 @@ type telemetry struct {
 	mu     sync.Mutex
 	snap   []worker.Status
 	snapAt time.Time
+
+	// paused holds, per stream whose takeover a pause refused, when it
+	// was last refused. Only Observe, on the loop, touches it.
+	paused map[string]time.Time
 }
 
 // attemptBuckets are the attempt-duration histogram's bounds, in
 // seconds: from a receiver on the same network (5ms) to the longest
 // attempt timeout worth waiting for (60s).
 var attemptBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// pauseQuiet is how long after a stream's last refused takeover another
+// refusal is the same pause, not logged again. Refusals come every poll
+// while the stream waits; a longer gap means it was away (resumed and
+// taken by another worker, or this one had no room to claim it).
+const pauseQuiet = time.Minute
 
 // newTelemetry builds the instruments from cfg, whose defaults are set.
 func newTelemetry(cfg Config) (*telemetry, error) {
@@ -52,7 +63,7 @@ func newTelemetry(cfg Config) (*telemetry, error) {
 		return nil, err
 	}
 	t := &telemetry{log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(instrumentation), next: cfg.Worker.Observer,
-		streams: newStreamLabels(mc)}
+		streams: newStreamLabels(mc), paused: map[string]time.Time{}}
 	m := cfg.MeterProvider.Meter(instrumentation)
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -171,9 +182,15 @@ func (t *telemetry) Observe(e worker.Event) {
 	switch e.Kind {
 	case worker.LeaseGranted:
 		t.leases.Add(ctx, 1, metric.WithAttributes(attribute.String("event", "granted")))
-		t.log.LogAttrs(ctx, slog.LevelInfo, "courier: lease granted", stream, slog.Uint64("token", e.Token))
+		// DEBUG: a grant a pause refuses at every poll is no news; a
+		// takeover shows at INFO as its machine's rebuild.
+		t.log.LogAttrs(ctx, slog.LevelDebug, "courier: lease granted", stream, slog.Uint64("token", e.Token))
 	case worker.LeaseLost:
 		t.leases.Add(ctx, 1, metric.WithAttributes(attribute.String("event", "lost")))
+		if errors.Is(e.Err, store.ErrReplayed) {
+			t.log.LogAttrs(ctx, slog.LevelInfo, "courier: an operator's replay took the stream", stream, slog.Uint64("token", e.Token))
+			break
+		}
 		t.log.LogAttrs(ctx, slog.LevelWarn, "courier: lease lost", stream, slog.Uint64("token", e.Token), slog.String("why", e.Detail))
 	case worker.LeaseReleased:
 		t.leases.Add(ctx, 1, metric.WithAttributes(attribute.String("event", "released")))
@@ -181,7 +198,11 @@ func (t *telemetry) Observe(e worker.Event) {
 	case worker.LeaseRenewed:
 		t.log.LogAttrs(ctx, slog.LevelDebug, "courier: lease renewed", stream, slog.Uint64("token", e.Token))
 	case worker.Rebuilt:
-		t.log.LogAttrs(ctx, slog.LevelInfo, "courier: machine rebuilt from the store", stream,
+		if _, ok := t.paused[e.Stream]; ok {
+			delete(t.paused, e.Stream)
+			t.log.LogAttrs(ctx, slog.LevelInfo, "courier: stream resumed", stream)
+		}
+		t.log.LogAttrs(ctx, slog.LevelInfo, "courier: machine rebuilt from the store", stream, slog.Uint64("token", e.Token),
 			slog.Int("records", len(e.Records)), slog.String("circuit", e.Circuit.String()))
 	case worker.Persisted:
 		t.persisted(ctx, e)
@@ -209,11 +230,26 @@ func (t *telemetry) Observe(e worker.Event) {
 	case worker.Purged:
 		t.log.LogAttrs(ctx, slog.LevelInfo, "courier: settled records deleted past the retention", slog.Int("records", e.Count))
 	case worker.Faulted:
+		if errors.Is(e.Err, ErrPaused) {
+			t.refused(ctx, e)
+			break
+		}
 		t.log.LogAttrs(ctx, slog.LevelError, "courier: worker fault", stream, slog.String("error", e.Err.Error()))
 	}
 	if t.next != nil {
 		t.next.Observe(e)
 	}
+}
+
+// refused logs a takeover that a pause refused: at INFO when the pause
+// takes effect, at DEBUG while it lasts. An operator's action is no fault.
+func (t *telemetry) refused(ctx context.Context, e worker.Event) {
+	level := slog.LevelDebug
+	if last, ok := t.paused[e.Stream]; !ok || e.At.Sub(last) > pauseQuiet {
+		level = slog.LevelInfo
+	}
+	t.paused[e.Stream] = e.At
+	t.log.LogAttrs(ctx, level, "courier: stream paused by operator", slog.String("stream", e.Stream))
 }
 
 func (t *telemetry) persisted(ctx context.Context, e worker.Event) {

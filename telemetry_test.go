@@ -96,7 +96,7 @@ func TestTelemetryReportsAndNeverLeaksPayloads(t *testing.T) {
 			t.Error("a publish while the store is down succeeded")
 		}
 		cancel()
-		<-done
+		await(t, "Run after its context ended", done, runLimit)
 
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(context.Background(), &rm); err != nil {

@@ -180,7 +180,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	stop()
-	running.Wait()
+	waitGroup(t, "Run after its context ended", &running)
 	counts := px.Close()
 
 	base := invariants.Run{
@@ -271,7 +271,7 @@ func publishAll(ctx context.Context, t *testing.T, svc *courier.Service, seed ui
 			}
 		})
 	}
-	producers.Wait()
+	waitGroup(t, "the producers", &producers)
 	return ids
 }
 

@@ -200,7 +200,14 @@ func (c *child) end(t *testing.T, sig syscall.Signal) []string {
 		t.Fatalf("signal %v: %v", sig, err)
 	}
 	c.signalled = time.Now()
-	<-c.done
+	select {
+	case <-c.done:
+	case <-time.After(waitLimit):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		_ = c.cmd.Wait()
+		t.Fatalf("the child was still running %v after %v; killed", waitLimit, sig)
+	}
 	err := c.cmd.Wait()
 	if sig == syscall.SIGTERM && err != nil {
 		t.Errorf("the draining child did not shut down cleanly: %v", err)

@@ -74,7 +74,7 @@ func newProxy(target string, seed uint64, plan faultPlan) (*proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proxy{
 		target: target, plan: plan, ctx: ctx, cancel: cancel,
-		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 32}},
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second},
 		rnd:    rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
 		addr:   ln.Addr().String(),
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -179,6 +180,13 @@ func (h Held) Lease(stream string) Lease {
 	return Lease{Stream: stream, Owner: h.Owner, Token: h.Token, Expires: h.Expires}
 }
 
+// ErrReplayed is wrapped, with ErrStaleLease, by the refusal of a call
+// through a lease that an operator's Replay revoked, while the replay's
+// token is still the stream's current one: the owner lost the stream to
+// an operator's action, not to a fault. (Once another owner claims the
+// stream, the refusal names only the newer token.)
+var ErrReplayed = errors.New("store: revoked by an operator's replay")
+
 // CheckHeld returns nil if l is h, the current lease of its stream, and
 // valid at now, or an error wrapping ErrStaleLease that says why not. The
 // owner is part of the lease's identity. Only h counts: l.Expires is the
@@ -188,6 +196,10 @@ func CheckHeld(op string, h Held, l Lease, now time.Time) error {
 	switch {
 	case h.Token == 0:
 		why = "no lease was ever granted on the stream"
+	case h.Owner == "" && h.Released:
+		// Only Replay leaves a lease with no owner.
+		return fmt.Errorf("%w: %s on stream %q by %q with token %d: %w (token %d)",
+			ErrStaleLease, op, l.Stream, l.Owner, l.Token, ErrReplayed, h.Token)
 	case h.Token != l.Token:
 		why = fmt.Sprintf("the current token is %d", h.Token)
 	case h.Owner != l.Owner:

@@ -81,8 +81,10 @@ const (
 	LeaseGranted Kind = iota + 1
 	// LeaseRenewed: the store extended the lease.
 	LeaseRenewed
-	// LeaseLost: the worker no longer owns Stream (Detail says why); it
-	// dropped the machine and sends nothing more for it.
+	// LeaseLost: the worker no longer owns Stream (Detail says why, Err
+	// is the store's refusal if it gave one: store.ErrReplayed says an
+	// operator's replay took the stream); it dropped the machine and
+	// sends nothing more for it.
 	LeaseLost
 	// LeaseReleased: the worker gave Stream back (idle, or shutting down).
 	LeaseReleased
@@ -161,7 +163,7 @@ type Event struct {
 	Seq     uint64           // Sent, Adopted
 	Attempt int              // Replied, Sent
 	Op      string           // StoreFailed: the store method
-	Err     error            // StoreFailed, Faulted
+	Err     error            // StoreFailed, Faulted; LeaseLost: the store's refusal, if any
 	Count   int              // Purged
 	Detail  string
 }

@@ -215,7 +215,7 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now *stamp) {
 	if !now.before(&st.expiresAt) {
 		// Renewals failed for a whole lease: another worker may own the
 		// stream now. Stop acting on it; the lease runs out in the store.
-		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded")
+		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded", nil)
 		return
 	}
 	if !now.before(&st.renewAt) && !w.renew(ctx, st, now) {
@@ -245,7 +245,7 @@ func (w *Worker) renew(ctx context.Context, st *stream, now *stamp) bool {
 	l, err := w.cfg.Store.Renew(ctx, st.lease, w.cfg.LeaseTTL)
 	switch {
 	case errors.Is(err, store.ErrStaleLease):
-		w.lose(st, "renewal refused: "+err.Error())
+		w.lose(st, "renewal refused: "+err.Error(), err)
 		return false
 	case err != nil:
 		// The lease may still be valid: go on, and try again soon. Sends
@@ -304,7 +304,7 @@ func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machi
 // whether the stream is still owned.
 func (w *Worker) readFailed(st *stream, now *stamp, err error) bool {
 	if errors.Is(err, store.ErrStaleLease) {
-		w.lose(st, "read refused: "+err.Error())
+		w.lose(st, "read refused: "+err.Error(), err)
 		return false
 	}
 	w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Pending", Err: err})
@@ -528,7 +528,7 @@ func (w *Worker) updates(persist []machine.Record, ans *answer) []store.Update {
 // what the store holds: the worker re-reads before it acts again.
 func (w *Worker) saveFailed(st *stream, now *stamp, err error) {
 	if errors.Is(err, store.ErrStaleLease) {
-		w.lose(st, "write fenced off: "+err.Error())
+		w.lose(st, "write fenced off: "+err.Error(), err)
 		return
 	}
 	detail := "nothing was written; rebuilding from the store"

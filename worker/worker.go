@@ -483,7 +483,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
 		// The store granted a stream this worker thought it still held:
 		// its clock ran slower than the margin allows. The old lease is
 		// stale; only the new one counts.
-		w.lose(old, "the store granted the stream again under a new lease")
+		w.lose(old, "the store granted the stream again under a new lease", nil)
 	}
 	st := &stream{lease: l}
 	w.observe(&Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
@@ -515,8 +515,9 @@ func (w *Worker) forget(st *stream) {
 
 // lose: the worker is no longer the stream's owner. It drops the machine
 // and acts on the stream no more; replies for it will be dropped.
-func (w *Worker) lose(st *stream, why string) {
-	w.observe(&Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
+// err is the store's refusal, if it gave one.
+func (w *Worker) lose(st *stream, why string, err error) {
+	w.observe(&Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why, Err: err})
 	w.forget(st)
 }
 
@@ -525,7 +526,7 @@ func (w *Worker) release(ctx context.Context, st *stream, why string) {
 	err := w.cfg.Store.Release(ctx, st.lease)
 	switch {
 	case errors.Is(err, store.ErrStaleLease):
-		w.lose(st, "release refused: "+err.Error()) // it was lost already
+		w.lose(st, "release refused: "+err.Error(), err) // it was lost already
 		return
 	case err != nil:
 		w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})

@@ -126,7 +126,7 @@ max_payload_bytes = 1024
 	go func() { done <- serveConfig(ctx, c, slog.New(slog.DiscardHandler), ready, nil) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := await(t, "serve after its context ended", done, testLimit); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
@@ -135,6 +135,8 @@ max_payload_bytes = 1024
 		return "http://" + addr
 	case err := <-done:
 		t.Fatalf("serve ended at start: %v", err)
+	case <-time.After(testLimit):
+		t.Fatalf("serve did not start within %v", testLimit)
 	}
 	return ""
 }
@@ -164,7 +166,7 @@ func callHeader(t *testing.T, method, url string, h http.Header, body string) re
 	for k, v := range h {
 		req.Header[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func TestOperationsEndpoints(t *testing.T) {
 		}
 	}
 	eventually(t, "metrics carry the runtime's counters", func() bool {
-		resp, err := http.Get(base + "/metrics")
+		resp, err := client.Get(base + "/metrics")
 		if err != nil {
 			return false
 		}

@@ -118,7 +118,7 @@ func publish(base, id string) (bool, error) {
 	req, _ := http.NewRequest("POST", base+"/v1/streams/orders/events",
 		strings.NewReader(fmt.Sprintf(`{"id":%q,"payload":{"n":%q}}`, id, id)))
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false, nil
 	}
@@ -279,16 +279,14 @@ func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); prod.run(ctx, t, all) }()
 
-	for prod.ackedCount() < 120 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	until(t, "120 events acknowledged", testLimit, func() bool { return prod.ackedCount() >= 120 })
 	p1.kill(t) // mid-flow: publishes and deliveries in progress
 	t.Logf("SIGKILL after %d acknowledged", prod.ackedCount())
 	catchUp(t, logs, []string{logs}, sqliteAt(dbPath), all)
 	healed := time.Now()
 	p2 := startProc(t, bin, cfg, "-record", logs)
 	prod.setBases(p2.base)
-	<-done
+	await(t, "the producer", done, testLimit)
 	checkOnce(t, s, prod.acked, requests)
 	// Applied is not settled: an event the killed process delivered, but
 	// whose outcome it never saved, is sent again (and absorbed by the
@@ -299,7 +297,7 @@ func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p2.cmd.Wait(); err != nil {
+	if err := exitOf(t, "the process after SIGTERM", p2.cmd, testLimit); err != nil {
 		t.Errorf("after SIGTERM: %v; want exit 0", err)
 	}
 	judge(t, cfg, []string{logs}, sqliteAt(dbPath), s.rec, all, healed)
@@ -316,7 +314,7 @@ func waitSettled(t *testing.T, base string, ids []string) {
 			var ev struct {
 				State string `json:"state"`
 			}
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := client.Do(req); err == nil {
 				json.NewDecoder(resp.Body).Decode(&ev)
 				resp.Body.Close()
 			}
@@ -512,9 +510,7 @@ postgres_schema = "`+schema+`"`)
 	all := ids(300)
 	done := make(chan struct{})
 	go func() { defer close(done); prod.run(ctx, t, all) }()
-	for prod.ackedCount() < 120 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	until(t, "120 events acknowledged", testLimit, func() bool { return prod.ackedCount() >= 120 })
 	a.kill(t)
 	healed := time.Now()
 	t.Logf("SIGKILL of one process after %d acknowledged", prod.ackedCount())
@@ -525,11 +521,11 @@ postgres_schema = "`+schema+`"`)
 	catchUp(t, logA, []string{logA, logB}, postgresAt(dsn, schema), all)
 	signalProc(t, b, syscall.SIGCONT)
 	prod.setBases(b.base)
-	<-done
+	await(t, "the producer", done, testLimit)
 	checkOnce(t, s, prod.acked, requests)
 	waitSettled(t, b.base, prod.acked)
 	signalProc(t, b, syscall.SIGTERM)
-	if err := b.cmd.Wait(); err != nil {
+	if err := exitOf(t, "the process after SIGTERM", b.cmd, testLimit); err != nil {
 		t.Errorf("after SIGTERM: %v; want exit 0", err)
 	}
 	judge(t, cfg, []string{logA, logB}, postgresAt(dsn, schema), s.rec, all, healed)
@@ -568,7 +564,7 @@ func TestProcessSecondSignalExitsAtOnce(t *testing.T) {
 	if ok, err := publish(p.base, "held"); !ok || err != nil {
 		t.Fatalf("publish: %v %v", ok, err)
 	}
-	<-stuck
+	await(t, "the attempt at the sink", stuck, testLimit)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()

@@ -85,7 +85,7 @@ func postSigned(t *testing.T, addr, secret, id, body string) int {
 	req.Header.Set(webhook.HeaderSequence, "1")
 	req.Header.Set(webhook.HeaderAttempt, "1")
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", id, err)
 	}

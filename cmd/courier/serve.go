@@ -301,7 +301,7 @@ func policy(c *Config, p *pauses) func(string) (machine.Config, error) {
 			return machine.Config{}, fmt.Errorf("reading whether %q is paused: %w", stream, err)
 		}
 		if paused {
-			return machine.Config{}, fmt.Errorf("stream %q is paused", stream)
+			return machine.Config{}, fmt.Errorf("%w: %q", courier.ErrPaused, stream)
 		}
 		return s.Policy(), nil
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -195,6 +196,11 @@ func replayFreshBudget(e *env) {
 		e.t.Errorf("Replays, BudgetFrom = %d, %v; want 1, %v", got.Replays(), got.BudgetFrom(), at)
 	}
 	e.refusedStale("the owner's lease after a replay", l, e.get("e2"))
+	// The refusal names the replay, so that the owner reports an
+	// operator's action, not a fault.
+	if _, err := e.s.Renew(e.ctx, l, time.Hour); !errors.Is(err, store.ErrReplayed) {
+		e.t.Errorf("Renew of the owner's lease after a replay: %v, want one wrapping store.ErrReplayed", err)
+	}
 
 	claimed := e.claim("w2", 10)
 	if len(claimed) != 1 || claimed[0].Token <= tok {

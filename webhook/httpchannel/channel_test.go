@@ -338,8 +338,13 @@ func TestResponseBodyIsBounded(t *testing.T) {
 	if got.Result != machine.OutcomeDelivered {
 		t.Fatalf("got %+v, want delivered", got)
 	}
-	if n := <-wrote; n >= 256<<20 {
-		t.Errorf("the client read the whole %d-byte body", n)
+	select {
+	case n := <-wrote:
+		if n >= 256<<20 {
+			t.Errorf("the client read the whole %d-byte body", n)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server was still writing the body 30s after the client hung up")
 	}
 }
 

@@ -38,6 +38,11 @@ import (
 	"github.com/courierlab/courier/webhook/httpchannel"
 )
 
+// testClient is the tests' HTTP client: no call waits longer than its
+// Timeout (http.DefaultClient would wait for ever), far below go test's
+// 10-minute default.
+var testClient = &http.Client{Timeout: 30 * time.Second}
+
 var (
 	secret = webhook.NewSecret()
 	signer = func() *webhook.Signer {
@@ -229,7 +234,7 @@ func post(t *testing.T, url string, m msg) (int, string) {
 	if m.seq != 0 {
 		req.Header.Set(webhook.HeaderSequence, strconv.FormatUint(m.seq, 10))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +264,7 @@ func TestRefusalsNeverReachTheApp(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		signer.SetHeaders(req.Header, "evt_x", now, []byte(body))
 		edit(req)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +305,7 @@ func TestRefusalsNeverReachTheApp(t *testing.T) {
 		t.Errorf("the app was reached %d times by refused requests", n)
 	}
 	// The probe (HEAD) is answered without the app.
-	resp, err := http.Head(s.URL)
+	resp, err := testClient.Head(s.URL)
 	if err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Errorf("HEAD probe: %v %v, want 204", resp, err)
 	}
@@ -422,7 +427,7 @@ func TestPanickingAppReleasesTheClaim(t *testing.T) {
 			s := serve(t, Config{Store: st}, app)
 			req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader("{}"))
 			signer.SetHeaders(req.Header, "evt_p", time.Now(), []byte("{}"))
-			if resp, err := http.DefaultClient.Do(req); err == nil {
+			if resp, err := testClient.Do(req); err == nil {
 				resp.Body.Close()
 				t.Errorf("the panicking delivery got HTTP %d, want the connection dropped", resp.StatusCode)
 			}
@@ -430,7 +435,7 @@ func TestPanickingAppReleasesTheClaim(t *testing.T) {
 			defer cancel()
 			req, _ = http.NewRequestWithContext(ctx, http.MethodPost, s.URL, strings.NewReader("{}"))
 			signer.SetHeaders(req.Header, "evt_p", time.Now(), []byte("{}"))
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testClient.Do(req)
 			if err != nil {
 				t.Fatalf("the retry after a panic: %v (claim never released?)", err)
 			}
