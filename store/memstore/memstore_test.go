@@ -362,10 +362,11 @@ func TestClaimSkipsStreamsWithoutRecords(t *testing.T) {
 }
 
 // TestGetNotFound: an unknown ID's error wraps store.ErrNotFound and reads
-// as fmt.Errorf("%w: get %q") would write it, odd bytes included.
+// as fmt.Errorf("%w: get %q") would write it, odd characters included (an
+// ID that is not text is a bad argument, not unknown).
 func TestGetNotFound(t *testing.T) {
 	s, _ := newStore(t)
-	for _, id := range []string{"e1", `quo"te`, "tab\tnew\nline", "\xff\xfe", "é"} {
+	for _, id := range []string{"e1", `quo"te`, "tab\tnew\nline", "\x7f\u2028\uFFFD", "é"} {
 		_, err := s.Get(t.Context(), id)
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Get(%q) error = %v, want %v", id, err, store.ErrNotFound)
