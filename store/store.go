@@ -310,6 +310,34 @@ type Store interface {
 	DeleteSettled(ctx context.Context, retention time.Duration, limit int) (int, error)
 }
 
+// Pinger is a Store that can tell, in one round trip that changes
+// nothing, whether it answers now: what a readiness probe asks. Ping
+// returns nil if the backend answered, and otherwise an error wrapping
+// ErrUnavailable, or ctx.Err() for a context already done. memstore,
+// sqlitestore and pgstore implement it (pgstore and sqlitestore read a
+// row in a transaction, so the database answers, not only a connection).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// pingID is the ID Ping reads from a Store that is not a Pinger. Whether
+// it names an event does not matter: found or not, the store answered.
+const pingID = "courier-ping"
+
+// Ping asks s whether it answers now: s's own Ping if it is a Pinger,
+// otherwise a Get, for which ErrNotFound is an answer too. A type that
+// wraps a Store by embedding the interface hides the Store's Ping, and
+// is asked with the Get.
+func Ping(ctx context.Context, s Store) error {
+	if p, ok := s.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	if _, err := s.Get(ctx, pingID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // Errors a Store returns. Backends wrap them with detail; callers test
 // with errors.Is. What each means for the caller is in the package doc,
 // "What an error means".

@@ -140,7 +140,10 @@ type rec struct {
 // store reaches.
 const deleted = math.MaxUint64
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
+)
 
 // idsHint is the room New makes for IDs: about a simulated run's events.
 const idsHint = 64
@@ -870,6 +873,17 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 // It is not truncated to the microsecond: the simulator's instants are
 // kept exactly, which the contract allows.
 func (s *Store) clock() time.Time { return s.now().Round(0) }
+
+// Ping implements store.Pinger: it answers unless a failure is injected
+// (SetUnavailable), as a write would.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkAvailable("ping")
+}
 
 // checkAvailable reports the injected failure, if any, for a write.
 func (s *Store) checkAvailable(op string) error {

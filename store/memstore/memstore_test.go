@@ -382,3 +382,16 @@ func TestGetNotFound(t *testing.T) {
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, func(*testing.B) store.Store { return memstore.New(time.Now) })
 }
+
+// TestPingUnavailable: Ping answers nil until a failure is injected, then
+// ErrUnavailable, as a write would.
+func TestPingUnavailable(t *testing.T) {
+	s, _ := newStore(t)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	s.SetUnavailable(func() bool { return true })
+	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping while unavailable: %v, want %v", err, store.ErrUnavailable)
+	}
+}

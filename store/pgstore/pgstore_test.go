@@ -6,6 +6,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -162,4 +163,21 @@ func TestMain(m *testing.M) {
 		fmt.Printf("pgstore: %s is not set: skipping the PostgreSQL tests (set it, e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)\n", EnvVar, EnvVar)
 	}
 	os.Exit(m.Run())
+}
+
+// TestPingClosed: Ping answers nil through the pool and ErrUnavailable
+// once the pool is closed, so a readiness probe fails.
+func TestPingClosed(t *testing.T) {
+	conn := server(t)
+	s, err := Open(t.Context(), conn, Options{Schema: freshSchema(t, conn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	s.Close()
+	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping after Close: %v, want %v", err, store.ErrUnavailable)
+	}
 }

@@ -63,7 +63,8 @@
 //     discard settles it; operator actions on anything else are refused;
 //   - retention deletes settled records once old enough, never an
 //     undiscarded dead letter, and never reuses a Seq;
-//   - a cancelled context changes nothing, in every method.
+//   - a cancelled context changes nothing, in every method;
+//   - a store.Pinger answers Ping and changes nothing.
 //
 // It does not prove durability across a process crash, which no
 // in-process test can, nor the ErrUnknown outcome of a lost reply: each

@@ -78,6 +78,7 @@ var checks = []check{
 	{"discard-settles", discardSettles},
 	{"retention", retention},
 	{"cancelled-context", cancelledContext},
+	{"ping-answers", pingAnswers},
 }
 
 // epoch is where every check's clock starts.

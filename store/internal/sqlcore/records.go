@@ -255,6 +255,16 @@ func (c *Core) Get(ctx context.Context, id string) (store.Record, error) {
 	return r, err
 }
 
+// Ping implements store.Pinger: a read transaction that reads the
+// store's clock and one row of the schema, so that the database itself
+// answered, not only a connection. It changes nothing.
+func (c *Core) Ping(ctx context.Context) error {
+	return c.read(ctx, "ping", func(tx Tx, _ int64) error {
+		var n int64
+		return tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE name = ''`).Scan(&n)
+	})
+}
+
 // DeadLetters implements store.Store.
 func (c *Core) DeadLetters(ctx context.Context, stream string, after uint64, limit int) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
