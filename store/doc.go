@@ -26,6 +26,29 @@
 // a payload or a secret), kept as the record's Last, so that an operator
 // can see why an event is retrying or why it died.
 //
+// # Names are text, payloads are bytes
+//
+// Stream names, event IDs, owners and operators travel beyond the store:
+// in HTTP headers (an event's ID is its webhook-id), in JSON bodies and
+// logs, and in PostgreSQL text columns, which hold no NUL byte and only
+// valid UTF-8. So every backend takes them as text only: valid UTF-8
+// with no NUL byte, checked by one shared rule (CheckName, CheckLease)
+// before the call reads or writes anything, and refused with
+// ErrBadArgument naming the argument. Were it left to the storage, one
+// backend would accept such a name and another fail the call as
+// unavailable, and a producer that follows the error table would try
+// again for ever. Any valid UTF-8 is kept and compared byte for byte.
+//
+// A payload is bytes: every backend keeps it exactly (a blob, bytea),
+// NUL and invalid UTF-8 included, and returns it exactly.
+//
+// An outcome's detail is free text from a receiver or a channel, which
+// courier does not control, so it never makes a Save fail: every backend
+// keeps it as CleanDetail makes it (each run of bytes that is not UTF-8
+// and each NUL becomes U+FFFD, cut to MaxDetailBytes on a rune boundary),
+// the same on all of them. The store is where this is done because every
+// path that records an outcome writes through it.
+//
 // # Which clock decides
 //
 // The store's. A lease's expiry, what is due, every acceptance, settling

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -15,17 +16,108 @@ import (
 // ApplyReplay and ApplyDiscard leave. Only the locking and the storage
 // differ between backends.
 
+// CheckName checks a name argument of op: a stream, an event ID, an
+// owner or an operator, which field names in the error. A name is
+// non-empty text: valid UTF-8 with no NUL byte. Names travel in HTTP
+// headers (webhook-id), in JSON and in PostgreSQL text columns, none of
+// which holds every byte string; a backend that met such a name only in
+// its storage would fail the call as if it were unavailable, and the
+// caller would try again for ever. Anything else is ErrBadArgument,
+// refused before the call reads or writes anything.
+func CheckName(op, field, name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: %s: %s is empty", ErrBadArgument, op, field)
+	}
+	if why := notText(name); why != "" {
+		return fmt.Errorf("%w: %s: %s %s", ErrBadArgument, op, field, why)
+	}
+	return nil
+}
+
+// CheckLease checks the names a lease carries, as CheckName does, for
+// the calls that take one (Renew, Release, Pending, Save). An empty name
+// is left to CheckHeld: no lease was ever granted under it, so the lease
+// is stale.
+func CheckLease(op string, l Lease) error {
+	if why := notText(l.Stream); why != "" {
+		return fmt.Errorf("%w: %s: the lease's stream %s", ErrBadArgument, op, why)
+	}
+	if why := notText(l.Owner); why != "" {
+		return fmt.Errorf("%w: %s on stream %q: the lease's owner %s", ErrBadArgument, op, l.Stream, why)
+	}
+	return nil
+}
+
+// notText says why s is not text a name may be, or "" if it is (the
+// empty string included).
+func notText(s string) string {
+	if plainASCII(s) || utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return ""
+	}
+	for i, r := range s {
+		switch {
+		case r == 0:
+			return fmt.Sprintf("has a NUL byte at byte %d", i)
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			return fmt.Sprintf("is not valid UTF-8 at byte %d", i)
+		}
+	}
+	panic("store: notText: a string is both text and not")
+}
+
+// plainASCII reports whether s is ASCII without NUL: the common name and
+// detail, told in one pass without a call.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckEnqueue checks Enqueue's arguments.
 func CheckEnqueue(stream, id string) error {
+	if err := CheckName("enqueue", "stream", stream); err != nil {
+		return err
+	}
 	switch {
-	case stream == "":
-		return fmt.Errorf("%w: enqueue: stream is empty", ErrBadArgument)
 	case id == "":
 		return fmt.Errorf("%w: enqueue on stream %q: id is empty", ErrBadArgument, stream)
 	case len(id) > machine.MaxIDBytes:
 		return fmt.Errorf("%w: enqueue on stream %q: id of %d bytes exceeds %d", ErrBadArgument, stream, len(id), machine.MaxIDBytes)
 	}
+	if why := notText(id); why != "" {
+		return fmt.Errorf("%w: enqueue on stream %q: id %s", ErrBadArgument, stream, why)
+	}
 	return nil
+}
+
+// CleanDetail is an outcome's detail as every store keeps it. A detail is
+// free text from a receiver or a channel (an HTTP error message, say),
+// and it must never make a Save fail: each run of bytes that is not
+// UTF-8 and each NUL byte becomes U+FFFD, and the result is cut to at
+// most MaxDetailBytes bytes on a rune boundary. A detail that is already
+// such text is returned as it is, without a copy.
+func CleanDetail(d string) string {
+	if len(d) <= MaxDetailBytes && (plainASCII(d) || utf8.ValidString(d) && strings.IndexByte(d, 0) < 0) {
+		return d
+	}
+	d = strings.ReplaceAll(strings.ToValidUTF8(d, "\uFFFD"), "\x00", "\uFFFD")
+	if len(d) <= MaxDetailBytes {
+		return d
+	}
+	cut := MaxDetailBytes
+	for !utf8.RuneStart(d[cut]) {
+		cut--
+	}
+	return d[:cut]
+}
+
+// cleanOutcome is o with its detail cleaned.
+func cleanOutcome(o Outcome) Outcome {
+	o.Detail = CleanDetail(o.Detail)
+	return o
 }
 
 // CheckUpdate checks u against the stored record r it would replace: the
@@ -61,13 +153,9 @@ func checkDelivery(u *Update) error {
 		return fmt.Errorf("%v %v with no attempt behind it", d.State, d.Reason)
 	}
 	if o := u.Outcome; o != nil {
-		switch {
+		switch { // its detail is any string: Apply cleans it
 		case o.Attempt < 1 || o.Attempt > d.Attempts:
 			return fmt.Errorf("outcome of attempt %d, but %d attempts were made", o.Attempt, d.Attempts)
-		case len(o.Detail) > MaxDetailBytes:
-			return fmt.Errorf("outcome detail of %d bytes exceeds %d", len(o.Detail), MaxDetailBytes)
-		case !utf8.ValidString(o.Detail):
-			return fmt.Errorf("outcome detail is not valid UTF-8")
 		}
 	}
 	return nil
@@ -82,7 +170,7 @@ func checkAgainst(r *Record, u *Update) error {
 				d.State, d.Reason, d.Attempts, d.NextAt.Format(time.RFC3339Nano),
 				r.State, r.Reason, r.Attempts, r.NextAt.Format(time.RFC3339Nano))
 		}
-		if u.Outcome != nil && *u.Outcome != r.Last {
+		if u.Outcome != nil && cleanOutcome(*u.Outcome) != r.Last {
 			return fmt.Errorf("terminal record's last outcome changed")
 		}
 		return nil
@@ -103,12 +191,13 @@ func checkAgainst(r *Record, u *Update) error {
 }
 
 // Apply writes u into r, judged at now: the delivery state, the outcome if
-// any, and SettledAt when r becomes delivered. The caller has checked u
-// with CheckUpdate and leaves a terminal r as it is.
+// any (its detail cleaned by CleanDetail), and SettledAt when r becomes
+// delivered. The caller has checked u with CheckUpdate and leaves a
+// terminal r as it is.
 func Apply(r *Record, u Update, now time.Time) {
 	r.Delivery = u.Delivery
 	if u.Outcome != nil {
-		r.Last, r.LastAt = *u.Outcome, now
+		r.Last, r.LastAt = cleanOutcome(*u.Outcome), now
 	}
 	if u.State == machine.Delivered {
 		r.SettledAt = now
@@ -118,11 +207,14 @@ func Apply(r *Record, u Update, now time.Time) {
 // CheckOperator checks the arguments of an operator action (Replay,
 // Discard).
 func CheckOperator(op, id, by string) error {
+	if err := CheckName(op, "id", id); err != nil {
+		return err
+	}
 	switch {
-	case id == "":
-		return fmt.Errorf("%w: %s: id is empty", ErrBadArgument, op)
 	case by == "":
 		return fmt.Errorf("%w: %s %q: the operator (by) is empty", ErrBadArgument, op, id)
+	case notText(by) != "":
+		return fmt.Errorf("%w: %s %q: the operator (by) %s", ErrBadArgument, op, id, notText(by))
 	}
 	return nil
 }

@@ -42,15 +42,18 @@ type Delivery struct {
 	Reason   machine.DeadReason // set if and only if State is machine.Dead
 }
 
-// MaxDetailBytes bounds Outcome.Detail. It equals channel.MaxDetailBytes,
-// so a detail cut by channel.Truncate always fits.
+// MaxDetailBytes bounds Outcome.Detail as a store keeps it. It equals
+// channel.MaxDetailBytes, so a detail cut by channel.Truncate is kept
+// whole.
 const MaxDetailBytes = 256
 
 // Outcome is what the channel said about one attempt, kept with the record
 // so that an operator can see why an event is retrying or why it died.
 // It never holds a payload, a header value or a secret: Status is a
 // transport status code (an HTTP status; 0 when no answer came) and Detail
-// a short text of at most MaxDetailBytes bytes of valid UTF-8.
+// a short text. Detail comes from receivers and channels, so it may be
+// any string: a store keeps it as CleanDetail makes it (valid UTF-8, no
+// NUL, at most MaxDetailBytes bytes) and never refuses a Save for it.
 type Outcome struct {
 	Attempt int // the attempt it answered, within the current budget; 0: none recorded
 	Status  int
@@ -179,6 +182,13 @@ func (r Record) Machine() machine.Record {
 // Times are the store's, at microsecond resolution at least: a backend
 // may truncate its clock to the microsecond, so callers must not rely on
 // anything finer.
+//
+// Names are text, payloads are bytes. A stream name, an event ID, an
+// owner and an operator must be valid UTF-8 with no NUL byte (CheckName):
+// every method refuses anything else with ErrBadArgument before it reads
+// or writes, and so does a call given a lease or an update that carries
+// such a name. A payload is kept and returned byte for byte, whatever the
+// bytes. An outcome's detail is cleaned, never refused (CleanDetail).
 type Store interface {
 	// Enqueue persists a new event at the end of stream and assigns it the
 	// stream's next Seq (from 1; a Seq is never reused, not even after
@@ -247,10 +257,13 @@ type Store interface {
 	//   - delivered, retry, and dead as exhausted or rejected all need an
 	//     attempt behind them (Attempts at least 1);
 	//   - an Outcome answers an attempt that exists (1 <= Attempt <=
-	//     Attempts), never one older than Last's, and its Detail is valid
-	//     UTF-8 of at most MaxDetailBytes bytes.
+	//     Attempts), never one older than Last's.
 	//
-	// Saving a record delivered sets its SettledAt. Save must not keep
+	// An Outcome's Detail is no reason to refuse a write: it is kept as
+	// CleanDetail makes it, and a terminal record's Last is compared
+	// with the cleaned detail. An update's ID that is not text (see
+	// CheckName) fails with ErrBadArgument. Saving a record delivered
+	// sets its SettledAt. Save must not keep
 	// ups, or the Outcomes they point to, after it returns: the worker
 	// reuses them for its next batch.
 	Save(ctx context.Context, l Lease, ups []Update) error
@@ -297,6 +310,34 @@ type Store interface {
 	DeleteSettled(ctx context.Context, retention time.Duration, limit int) (int, error)
 }
 
+// Pinger is a Store that can tell, in one round trip that changes
+// nothing, whether it answers now: what a readiness probe asks. Ping
+// returns nil if the backend answered, and otherwise an error wrapping
+// ErrUnavailable, or ctx.Err() for a context already done. memstore,
+// sqlitestore and pgstore implement it (pgstore and sqlitestore read a
+// row in a transaction, so the database answers, not only a connection).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// pingID is the ID Ping reads from a Store that is not a Pinger. Whether
+// it names an event does not matter: found or not, the store answered.
+const pingID = "courier-ping"
+
+// Ping asks s whether it answers now: s's own Ping if it is a Pinger,
+// otherwise a Get, for which ErrNotFound is an answer too. A type that
+// wraps a Store by embedding the interface hides the Store's Ping, and
+// is asked with the Get.
+func Ping(ctx context.Context, s Store) error {
+	if p, ok := s.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	if _, err := s.Get(ctx, pingID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // Errors a Store returns. Backends wrap them with detail; callers test
 // with errors.Is. What each means for the caller is in the package doc,
 // "What an error means".
@@ -325,8 +366,10 @@ var (
 	// have been made, entirely or not at all, never in part. The caller
 	// must re-read before acting on it. Only a write can return it.
 	ErrUnknown = errors.New("store: outcome unknown")
-	// ErrBadArgument: an empty stream, ID, owner or operator, an ID longer
-	// than machine.MaxIDBytes or belonging to another stream, a
+	// ErrBadArgument: an empty stream, ID, owner or operator, or one that
+	// is not text (invalid UTF-8 or a NUL byte, see CheckName), an ID
+	// longer than machine.MaxIDBytes or belonging to another stream, a
 	// non-positive ttl, max, limit or retention. The call changed nothing.
+	// The error names the argument.
 	ErrBadArgument = errors.New("store: bad argument")
 )

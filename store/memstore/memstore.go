@@ -140,7 +140,10 @@ type rec struct {
 // store reaches.
 const deleted = math.MaxUint64
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
+)
 
 // idsHint is the room New makes for IDs: about a simulated run's events.
 const idsHint = 64
@@ -413,9 +416,10 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := store.CheckName("claim due", "owner", owner); err != nil {
+		return nil, err
+	}
 	switch {
-	case owner == "":
-		return nil, fmt.Errorf("%w: claim due: owner is empty", store.ErrBadArgument)
 	case ttl <= 0:
 		return nil, fmt.Errorf("%w: claim due for %q: ttl %v is not positive", store.ErrBadArgument, owner, ttl)
 	case max < 1:
@@ -465,12 +469,13 @@ func (s *Store) Acquire(ctx context.Context, streamName, owner string, ttl time.
 	if err := ctx.Err(); err != nil {
 		return store.Lease{}, err
 	}
-	switch {
-	case streamName == "":
-		return store.Lease{}, fmt.Errorf("%w: acquire: stream is empty", store.ErrBadArgument)
-	case owner == "":
-		return store.Lease{}, fmt.Errorf("%w: acquire stream %q: owner is empty", store.ErrBadArgument, streamName)
-	case ttl <= 0:
+	if err := store.CheckName("acquire", "stream", streamName); err != nil {
+		return store.Lease{}, err
+	}
+	if err := store.CheckName("acquire", "owner", owner); err != nil {
+		return store.Lease{}, err
+	}
+	if ttl <= 0 {
 		return store.Lease{}, fmt.Errorf("%w: acquire stream %q: ttl %v is not positive", store.ErrBadArgument, streamName, ttl)
 	}
 	s.mu.Lock()
@@ -631,6 +636,9 @@ func (s *Store) checkBatch(stream string, ups []store.Update) ([]*rec, error) {
 		u := &ups[i]
 		r, ok := s.find(u.ID)
 		switch {
+		case !ok && store.CheckName("save", "update id", u.ID) != nil:
+			// Checked only on a miss: every stored ID is a name.
+			return batch, store.CheckName("save", "update id", u.ID)
 		case !ok:
 			return batch, fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
 		case s.twice(batch, r):
@@ -722,13 +730,15 @@ func (s *Store) Get(ctx context.Context, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	if id == "" {
-		return store.Record{}, fmt.Errorf("%w: get: id is empty", store.ErrBadArgument)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.ids[id]
 	if !ok {
+		// Every stored ID is a name (CheckName), so only a miss needs
+		// the check: the simulator's coverage Gets every ID it knows.
+		if err := store.CheckName("get", "id", id); err != nil {
+			return store.Record{}, err
+		}
 		return store.Record{}, &notFound{id: id}
 	}
 	return s.clone(&r.Record), nil
@@ -749,10 +759,10 @@ func (s *Store) DeadLetters(ctx context.Context, streamName string, after uint64
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	switch {
-	case streamName == "":
-		return nil, fmt.Errorf("%w: dead letters: stream is empty", store.ErrBadArgument)
-	case limit < 1:
+	if err := store.CheckName("dead letters", "stream", streamName); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
 		return nil, fmt.Errorf("%w: dead letters of stream %q: limit %d is below 1", store.ErrBadArgument, streamName, limit)
 	}
 	s.mu.Lock()
@@ -864,6 +874,17 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 // kept exactly, which the contract allows.
 func (s *Store) clock() time.Time { return s.now().Round(0) }
 
+// Ping implements store.Pinger: it answers unless a failure is injected
+// (SetUnavailable), as a write would.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkAvailable("ping")
+}
+
 // checkAvailable reports the injected failure, if any, for a write.
 func (s *Store) checkAvailable(op string) error {
 	if s.unavailable != nil && s.unavailable() {
@@ -961,8 +982,13 @@ func (s *Store) held(op string, l *store.Lease, now time.Time) (*stream, error) 
 	return s.judgeHeld(op, *l, now.Round(0))
 }
 
-// judgeHeld is held for a lease that is not plainly valid.
+// judgeHeld is held for a lease that is not plainly valid. Only such a
+// lease can carry a name that is not text (every granted one is), so it
+// is checked for one here, before it is judged, and not on the way in.
 func (s *Store) judgeHeld(op string, l store.Lease, now time.Time) (*stream, error) {
+	if err := store.CheckLease(op, l); err != nil {
+		return nil, err
+	}
 	st := s.granted[l.Token%grantedSlots]
 	if st == nil || st.lease.Token != l.Token || st.name != l.Stream || s.plain {
 		st = s.streams[l.Stream]

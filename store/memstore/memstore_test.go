@@ -362,10 +362,11 @@ func TestClaimSkipsStreamsWithoutRecords(t *testing.T) {
 }
 
 // TestGetNotFound: an unknown ID's error wraps store.ErrNotFound and reads
-// as fmt.Errorf("%w: get %q") would write it, odd bytes included.
+// as fmt.Errorf("%w: get %q") would write it, odd characters included (an
+// ID that is not text is a bad argument, not unknown).
 func TestGetNotFound(t *testing.T) {
 	s, _ := newStore(t)
-	for _, id := range []string{"e1", `quo"te`, "tab\tnew\nline", "\xff\xfe", "é"} {
+	for _, id := range []string{"e1", `quo"te`, "tab\tnew\nline", "\x7f\u2028\uFFFD", "é"} {
 		_, err := s.Get(t.Context(), id)
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Get(%q) error = %v, want %v", id, err, store.ErrNotFound)
@@ -380,4 +381,17 @@ func TestGetNotFound(t *testing.T) {
 // with 1, 4 and 16 streams (see storetest.Bench).
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, func(*testing.B) store.Store { return memstore.New(time.Now) })
+}
+
+// TestPingUnavailable: Ping answers nil until a failure is injected, then
+// ErrUnavailable, as a write would.
+func TestPingUnavailable(t *testing.T) {
+	s, _ := newStore(t)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	s.SetUnavailable(func() bool { return true })
+	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping while unavailable: %v, want %v", err, store.ErrUnavailable)
+	}
 }

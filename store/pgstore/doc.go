@@ -33,6 +33,15 @@
 // never came (the connection broke, the context ended) is reported as
 // store.ErrUnknown; a commit the server refused is ErrUnavailable.
 //
+// # Text, bytes and the database's encoding
+//
+// Names (streams, IDs, owners, operators) and outcome details are text
+// columns, payloads bytea. store.CheckName refuses, before any query, a
+// name PostgreSQL text cannot hold (a NUL byte, invalid UTF-8), and
+// details are cleaned (store.CleanDetail), so the server never refuses
+// one. Any valid UTF-8 must then fit, so Open refuses a database whose
+// encoding is not UTF8, naming it.
+//
 // # Schemas and migrations
 //
 // The store lives in one schema (Options.Schema), created if missing and
@@ -45,7 +54,8 @@
 // # Tests
 //
 // The tests need a server: set COURIER_TEST_POSTGRES to a connection
-// string (postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
-// without it they skip, saying so. Each test gets its own schema and
-// drops it.
+// string (postgres://postgres@127.0.0.1:5432/test?sslmode=disable).
+// Without it none runs: go test ./... reports the package "ok ...
+// [no tests to run]", and -v prints one line naming the variable. Each
+// test gets its own schema and drops it.
 package pgstore

@@ -45,7 +45,10 @@ type Store struct {
 	schema string
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
+)
 
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
@@ -73,6 +76,10 @@ func Open(ctx context.Context, connString string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
+	if err := checkEncoding(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
 	if err := migrate(ctx, pool, opt.Schema, len(migrations)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open schema %q: %w", opt.Schema, err)
@@ -82,6 +89,21 @@ func Open(ctx context.Context, connString string, opt Options) (*Store, error) {
 
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
+
+// checkEncoding refuses a database whose encoding is not UTF8. Names are
+// any valid UTF-8 (store.CheckName); in another encoding the server
+// would refuse some of them at the first write, and the call would fail
+// as if the store were unavailable, for ever.
+func checkEncoding(ctx context.Context, pool *pgxpool.Pool) error {
+	var enc string
+	if err := pool.QueryRow(ctx, `SELECT pg_encoding_to_char(encoding) FROM pg_database WHERE datname = current_database()`).Scan(&enc); err != nil {
+		return err
+	}
+	if enc != "UTF8" {
+		return fmt.Errorf("the database's encoding is %s; courier needs UTF8 (CREATE DATABASE ... ENCODING 'UTF8')", enc)
+	}
+	return nil
+}
 
 // migrate brings schema to version target in one transaction, under an
 // advisory lock on the schema's name.

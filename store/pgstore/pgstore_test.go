@@ -6,6 +6,8 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -156,10 +158,81 @@ func TestMigratesOlderSchema(t *testing.T) {
 	}
 }
 
-// TestMain says once, up front, when the tests will skip and why.
+// TestMain: every test here needs the server. Without EnvVar each would
+// skip, and go test, given packages (go test ./...), shows nothing of a
+// passing package but its ok line, however the tests print: so none is
+// run, and testing's "no tests to run" makes that line end in
+// "[no tests to run]" rather than claim the PostgreSQL tests passed. The
+// line naming the variable shows with -v and when go test runs in this
+// directory.
 func TestMain(m *testing.M) {
 	if os.Getenv(EnvVar) == "" {
-		fmt.Printf("pgstore: %s is not set: skipping the PostgreSQL tests (set it, e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)\n", EnvVar, EnvVar)
+		flag.Parse()
+		if err := flag.Set("test.run", "^$"); err != nil {
+			panic(err) // the testing package's own flag is always there
+		}
+		fmt.Printf("pgstore: %s is not set: the PostgreSQL tests are not run (set it, e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)\n", EnvVar, EnvVar)
 	}
 	os.Exit(m.Run())
+}
+
+// TestPingClosed: Ping answers nil through the pool and ErrUnavailable
+// once the pool is closed, so a readiness probe fails.
+func TestPingClosed(t *testing.T) {
+	conn := server(t)
+	s, err := Open(t.Context(), conn, Options{Schema: freshSchema(t, conn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	s.Close()
+	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping after Close: %v, want %v", err, store.ErrUnavailable)
+	}
+}
+
+// TestRefusesNonUTF8Database: a database in another encoding than UTF8
+// (here LATIN1, which holds no "日本") is refused at Open with an error
+// that names the encoding, before any schema is created in it.
+func TestRefusesNonUTF8Database(t *testing.T) {
+	conn := server(t)
+	ctx := t.Context()
+	admin, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) }) // after the drop below: cleanups run last first
+	name := fmt.Sprintf("courier_latin1_%d_%08x", os.Getpid(), rand.Uint32())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping database %s: %v", name, err)
+		}
+	})
+	cfg, err := pgx.ParseConfig(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latin := fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable", cfg.Host, cfg.Port, cfg.User, name)
+	s, err := Open(ctx, latin, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a LATIN1 database succeeded, want it refused")
+	}
+	if !strings.Contains(err.Error(), "LATIN1") || !strings.Contains(err.Error(), "UTF8") {
+		t.Errorf("Open of a LATIN1 database: %v, want an error naming LATIN1 and UTF8", err)
+	}
+	c, err := pgx.Connect(ctx, latin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	var schemas int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'courier'`).Scan(&schemas); err != nil || schemas != 0 {
+		t.Errorf("schema courier in the refused database: %d (%v), want none", schemas, err)
+	}
 }

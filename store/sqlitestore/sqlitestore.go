@@ -49,7 +49,10 @@ type Store struct {
 	w, r *sql.DB
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
+)
 
 // Open opens the courier database at path, creating or migrating it as
 // the package doc says, and refusing, unchanged, a file that is not one.

@@ -6,6 +6,7 @@ package sqlitestore
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +110,21 @@ func TestMigratesOlderSchema(t *testing.T) {
 	_, err = Open(ctx, path, Options{})
 	if err == nil || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("Open of a version 99 file = %v, want an error naming version 99 as newer", err)
+	}
+}
+
+// TestPingClosed: Ping answers nil on an open store and ErrUnavailable
+// once it is closed, so a readiness probe fails.
+func TestPingClosed(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "courier.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	s.Close()
+	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping after Close: %v, want %v", err, store.ErrUnavailable)
 	}
 }

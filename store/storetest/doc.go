@@ -48,8 +48,14 @@
 //     machine could make (ErrInvalidWrite): history rewritten, any field
 //     of a terminal record changed, a result without an attempt behind it
 //     or in the same write as a new attempt, an outcome of an attempt
-//     never made or older than the last, an unbounded detail;
-//   - the last outcome is kept with the record and stamped by the store;
+//     never made or older than the last;
+//   - the last outcome is kept with the record and stamped by the store,
+//     its detail cleaned into bounded text (never refused) the same way
+//     by every backend;
+//   - names (streams, IDs, owners, operators) that are not valid UTF-8
+//     or hold a NUL are refused with ErrBadArgument by every method and
+//     change nothing; names in any script round-trip exactly; payloads
+//     are kept byte for byte, whatever the bytes;
 //   - Pending and DeadLetters page by Seq with a limit;
 //   - a retry's schedule is durable; delivered and dead records are
 //     terminal, never claimed, and stay readable with their reason;
@@ -57,7 +63,8 @@
 //     discard settles it; operator actions on anything else are refused;
 //   - retention deletes settled records once old enough, never an
 //     undiscarded dead letter, and never reuses a Seq;
-//   - a cancelled context changes nothing, in every method.
+//   - a cancelled context changes nothing, in every method;
+//   - a store.Pinger answers Ping and changes nothing.
 //
 // It does not prove durability across a process crash, which no
 // in-process test can, nor the ErrUnknown outcome of a lost reply: each

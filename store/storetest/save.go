@@ -179,12 +179,6 @@ var invalidWrites = []invalidWrite{
 	{"outcome-older-than-last", "the last outcome never goes back to an older attempt", one("e2", func(u *store.Update) {
 		u.Outcome = &store.Outcome{Attempt: 1, Status: 500}
 	})},
-	{"outcome-detail-too-long", "the detail is bounded", one("e2", func(u *store.Update) {
-		u.Outcome = &store.Outcome{Attempt: 2, Status: 503, Detail: strings.Repeat("x", store.MaxDetailBytes+1)}
-	})},
-	{"outcome-detail-not-utf8", "the detail is text", one("e2", func(u *store.Update) {
-		u.Outcome = &store.Outcome{Attempt: 2, Status: 503, Detail: "\xff"}
-	})},
 }
 
 // saveInvalidWrites: each write no machine could make is refused with

@@ -45,6 +45,8 @@ var checks = []check{
 	{"enqueue-id-unique-across-streams", enqueueUniqueAcrossStreams},
 	{"enqueue-bad-arguments", enqueueBadArguments},
 	{"records-are-copies", recordsAreCopies},
+	{"names-are-text", namesAreText},
+	{"payloads-byte-exact", payloadsByteExact},
 	{"get-unknown-id", getUnknownID},
 	{"lease-acquire-grants", leaseAcquireGrants},
 	{"lease-held-refuses-acquire", leaseHeldRefusesAcquire},
@@ -68,6 +70,7 @@ var checks = []check{
 	{"save-retry-schedule", saveRetrySchedule},
 	{"terminal-records", terminalRecords},
 	{"outcome-kept", outcomeKept},
+	{"outcome-detail-cleaned", outcomeDetailCleaned},
 	{"pending-pages", pendingPages},
 	{"dead-letters-pages", deadLettersPages},
 	{"replay-fresh-budget", replayFreshBudget},
@@ -76,6 +79,7 @@ var checks = []check{
 	{"retention", retention},
 	{"stats-backlog", statsBacklog},
 	{"cancelled-context", cancelledContext},
+	{"ping-answers", pingAnswers},
 }
 
 // epoch is where every check's clock starts.

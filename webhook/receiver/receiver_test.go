@@ -76,6 +76,17 @@ func stores(t *testing.T) []storeKind {
 	return kinds
 }
 
+// TestMain names the variable once, up front, when the PostgreSQL
+// subtests will not run. go test shows it with -v, or run in this
+// directory; given packages (go test ./...) it shows nothing of a passing
+// package but its ok line, which no test can add to.
+func TestMain(m *testing.M) {
+	if os.Getenv("COURIER_TEST_POSTGRES") == "" {
+		fmt.Println("receiver: COURIER_TEST_POSTGRES is not set: the SQL store is tested on SQLite only, its PostgreSQL subtests are not run (set it, e.g. COURIER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	os.Exit(m.Run())
+}
+
 // TestPostgres says, once, whether the store tests ran on PostgreSQL.
 func TestPostgres(t *testing.T) {
 	url := os.Getenv("COURIER_TEST_POSTGRES")

@@ -81,9 +81,10 @@ func (c *Core) nextToken(ctx context.Context, tx Tx) (uint64, error) {
 
 // ClaimDue implements store.Store.
 func (c *Core) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
+	if err := store.CheckName("claim due", "owner", owner); err != nil {
+		return nil, err
+	}
 	switch {
-	case owner == "":
-		return nil, fmt.Errorf("%w: claim due: owner is empty", store.ErrBadArgument)
 	case ttl <= 0:
 		return nil, fmt.Errorf("%w: claim due for %q: ttl %v is not positive", store.ErrBadArgument, owner, ttl)
 	case max < 1:
@@ -130,12 +131,13 @@ func (c *Core) ClaimDue(ctx context.Context, owner string, ttl time.Duration, ma
 
 // Acquire implements store.Store.
 func (c *Core) Acquire(ctx context.Context, stream, owner string, ttl time.Duration) (store.Lease, error) {
-	switch {
-	case stream == "":
-		return store.Lease{}, fmt.Errorf("%w: acquire: stream is empty", store.ErrBadArgument)
-	case owner == "":
-		return store.Lease{}, fmt.Errorf("%w: acquire stream %q: owner is empty", store.ErrBadArgument, stream)
-	case ttl <= 0:
+	if err := store.CheckName("acquire", "stream", stream); err != nil {
+		return store.Lease{}, err
+	}
+	if err := store.CheckName("acquire", "owner", owner); err != nil {
+		return store.Lease{}, err
+	}
+	if ttl <= 0 {
 		return store.Lease{}, fmt.Errorf("%w: acquire stream %q: ttl %v is not positive", store.ErrBadArgument, stream, ttl)
 	}
 	var l store.Lease
@@ -161,6 +163,9 @@ func (c *Core) Acquire(ctx context.Context, stream, owner string, ttl time.Durat
 
 // Renew implements store.Store.
 func (c *Core) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	if err := store.CheckLease("renew", l); err != nil {
+		return store.Lease{}, err
+	}
 	if ttl <= 0 {
 		return store.Lease{}, fmt.Errorf("%w: renew stream %q: ttl %v is not positive", store.ErrBadArgument, l.Stream, ttl)
 	}
@@ -184,6 +189,9 @@ func (c *Core) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (sto
 
 // Release implements store.Store.
 func (c *Core) Release(ctx context.Context, l store.Lease) error {
+	if err := store.CheckLease("release", l); err != nil {
+		return err
+	}
 	return c.write(ctx, "release", func(tx Tx, now int64) error {
 		if _, err := c.held(ctx, tx, "release", l, now); err != nil {
 			return err

@@ -131,6 +131,9 @@ func (c *Core) Pending(ctx context.Context, l store.Lease, after uint64, limit i
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := store.CheckLease("pending", l); err != nil {
+		return nil, err
+	}
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: pending on stream %q: limit %d is below 1", store.ErrBadArgument, l.Stream, limit)
 	}
@@ -178,6 +181,9 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := store.CheckLease("save", l); err != nil {
+		return err
+	}
 	return c.write(ctx, "save", func(tx Tx, now int64) error {
 		if _, err := c.held(ctx, tx, "save", l, now); err != nil {
 			return err
@@ -185,6 +191,9 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 		seen := make(map[string]bool, len(ups))
 		recs := make([]store.Record, len(ups))
 		for i, u := range ups {
+			if err := store.CheckName("save", "update id", u.ID); err != nil {
+				return err // before the query, which a database may refuse
+			}
 			if seen[u.ID] {
 				return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
 			}
@@ -230,8 +239,8 @@ func (c *Core) Get(ctx context.Context, id string) (store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Record{}, err
 	}
-	if id == "" {
-		return store.Record{}, fmt.Errorf("%w: get: id is empty", store.ErrBadArgument)
+	if err := store.CheckName("get", "id", id); err != nil {
+		return store.Record{}, err
 	}
 	var r store.Record
 	err := c.read(ctx, "get", func(tx Tx, _ int64) error {
@@ -246,15 +255,25 @@ func (c *Core) Get(ctx context.Context, id string) (store.Record, error) {
 	return r, err
 }
 
+// Ping implements store.Pinger: a read transaction that reads the
+// store's clock and one row of the schema, so that the database itself
+// answered, not only a connection. It changes nothing.
+func (c *Core) Ping(ctx context.Context) error {
+	return c.read(ctx, "ping", func(tx Tx, _ int64) error {
+		var n int64
+		return tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE name = ''`).Scan(&n)
+	})
+}
+
 // DeadLetters implements store.Store.
 func (c *Core) DeadLetters(ctx context.Context, stream string, after uint64, limit int) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	switch {
-	case stream == "":
-		return nil, fmt.Errorf("%w: dead letters: stream is empty", store.ErrBadArgument)
-	case limit < 1:
+	if err := store.CheckName("dead letters", "stream", stream); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
 		return nil, fmt.Errorf("%w: dead letters of stream %q: limit %d is below 1", store.ErrBadArgument, stream, limit)
 	}
 	var out []store.Record
