@@ -404,10 +404,21 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, "reading the event: %v", err)
+		writeStoreErr(w, "reading the event", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, view(rec, true))
+}
+
+// writeStoreErr answers a store call's failure: a name the store refuses
+// (not valid UTF-8, a NUL byte, too long) is the caller's fault and will
+// never succeed, so 400; anything else may pass, so 503, try again.
+func writeStoreErr(w http.ResponseWriter, doing string, err error) {
+	if errors.Is(err, store.ErrBadArgument) {
+		writeErr(w, http.StatusBadRequest, "%s: %v", doing, err)
+		return
+	}
+	writeErr(w, http.StatusServiceUnavailable, "%s: %v", doing, err)
 }
 
 // dead lists a stream's dead letters, a page at a time: ?after=SEQ&limit=N
@@ -468,7 +479,7 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, "event %q is not a dead letter awaiting an operator: %v", id, err)
 		return
 	case err != nil:
-		writeErr(w, http.StatusServiceUnavailable, "replaying: %v", err)
+		writeStoreErr(w, "replaying", err)
 		return
 	}
 	a.log.LogAttrs(r.Context(), slog.LevelInfo, "dead letter replayed", slog.String("stream", rec.Stream), slog.String("id", id))
