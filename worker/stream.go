@@ -34,6 +34,13 @@ type stream struct {
 	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
 	gone      bool             // forgotten (lost or released): no longer in order
+
+	// due is earliest(draining) as of the last call that acted on the
+	// stream: Advance and Next compare one instant per stream, not five,
+	// and they run after every simulated event. The worker sets it
+	// (Worker.reschedule) at the end of each call, for every stream the
+	// call may have changed; nothing else writes it.
+	due time.Time
 }
 
 // earliest is the first instant at which the stream has timed work: its

@@ -208,10 +208,14 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	// gone leaves the next one at its index.
 	for i := 0; i < len(w.order); {
 		st := w.order[i]
-		if !now.Before(st.earliest(w.draining)) {
+		switch {
+		case !now.Before(st.due):
 			w.advanceStream(ctx, st, now)
-		} else if !w.draining && st.m != nil {
-			w.idle(ctx, st, now) // the idle clock may have to start or stop
+			w.reschedule(st)
+		case !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero():
+			// Nothing timed is due, but the idle clock is to start or stop.
+			w.idle(ctx, st, now)
+			w.reschedule(st)
 		}
 		if !st.gone {
 			i++
@@ -232,6 +236,9 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effects {
 	now := w.clock(reading)
 	st := w.streams[r.Stream]
+	if st != nil {
+		defer w.reschedule(st)
+	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
 		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})
@@ -268,6 +275,7 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 func (w *Worker) Notify(stream string) {
 	if st := w.streams[stream]; st != nil {
 		st.adoptAt = time.Time{}
+		w.reschedule(st)
 		return
 	}
 	w.claimAt = time.Time{}
@@ -294,7 +302,7 @@ func (w *Worker) Next() time.Time {
 		consider(w.purgeAt)
 	}
 	for _, st := range w.order {
-		consider(st.earliest(w.draining))
+		consider(st.due)
 	}
 	switch {
 	case !found:
@@ -312,7 +320,15 @@ func (w *Worker) Next() time.Time {
 // still persisted; a batch that would start an attempt is saved without
 // that attempt (the store keeps the state from before it started), so a
 // stop costs no event an attempt. Call Stop when they are in.
-func (w *Worker) Drain() { w.draining = true }
+func (w *Worker) Drain() {
+	w.draining = true
+	for _, st := range w.order {
+		w.reschedule(st)
+	}
+}
+
+// reschedule sets st.due after a call acted on st.
+func (w *Worker) reschedule(st *stream) { st.due = st.earliest(w.draining) }
 
 // Stop releases every lease the worker holds and forgets every stream.
 // Replies that come later are dropped. A lease whose release fails is left
@@ -413,6 +429,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	i, _ := slices.BinarySearchFunc(w.order, l.Stream, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })
 	w.order = slices.Insert(w.order, i, st)
 	w.rebuild(ctx, st, now)
+	w.reschedule(st)
 }
 
 // forget removes a stream from the worker.
