@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/channel"
-	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/store/memstore"
 	"github.com/courierlab/courier/worker"
+	"github.com/courierlab/courier/worker/observe"
 )
 
 // recorder builds the observation log that invariants.Check judges, one
@@ -38,7 +38,7 @@ func (r *recorder) addLocked(stream string, e invariants.Entry) {
 }
 
 // observer records a worker's events as the checker wants them
-// (internal/observe), stamped when they are logged.
+// (worker/observe), stamped when they are logged.
 func (r *recorder) observer(owner string) worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
 		if ev.Kind == worker.Persisted {
@@ -46,7 +46,7 @@ func (r *recorder) observer(owner string) worker.Observer {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, e := range observe.Worker(nil, owner, &ev) {
+		for _, e := range observe.Worker(nil, owner, ev) {
 			r.addLocked(ev.Stream, e)
 		}
 	})

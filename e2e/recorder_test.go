@@ -12,12 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/webhook/receiver"
 	"github.com/courierlab/courier/worker"
+	"github.com/courierlab/courier/worker/observe"
 )
 
 type recorder struct {
@@ -79,7 +79,7 @@ func (r *recorder) observer(owner string) worker.Observer {
 		defer r.enq.Unlock()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, e := range observe.Worker(nil, owner, &ev) {
+		for _, e := range observe.Worker(nil, owner, ev) {
 			r.addLocked(ev.Stream, e)
 		}
 	})

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/courierlab/courier/internal/plant"
 )
 
 // Ordering says how many events of a stream may be in flight at once and
@@ -205,14 +203,14 @@ func (c Config) Validate() error {
 // forgets reports whether the idempotency window is bounded.
 func (c *Config) forgets() bool { return c.KeepSettled > 0 || c.KeepSettledFor > 0 }
 
-// window is the effective in-flight limit. A pointer receiver: dispatch
-// asks at every step, and a value receiver copies the whole Config.
-func (c *Config) window() int {
-	w := c.Window
-	if c.Ordering == Strict {
+// window is the effective in-flight limit: Window, or 1 in strict order
+// (where Window may be 0), doubled under the planted bug WindowOverflow.
+func (m *Machine) window() int {
+	w := m.cfg.Window
+	if m.cfg.Ordering == Strict {
 		w = 1
 	}
-	if plant.On(plant.WindowOverflow) {
+	if m.faults.windowOverflow {
 		w *= 2
 	}
 	return w

@@ -2,7 +2,7 @@
 // replaced (kept in internal/reference): rapid feeds both the same inputs
 // (accepts, adoptions, ticks, results with every outcome, stale and
 // duplicate results, probe results, misuse, restarts, and Recover from
-// arbitrary valid record sets; batches recycled or not) and after every
+// arbitrary valid record sets) and after every
 // input requires the same error, the same Batch, the same Records,
 // circuit, queue, in-flight list and stats, compared with cmp.Diff. With
 // an idempotency window set, the new machine may forget settled records:
@@ -158,9 +158,6 @@ func (dt *diffTest) step(t *rapid.T, in machine.Input) {
 		t.Fatalf("%s: batch (-reference +machine):\n%s", in.Format(epoch), diff)
 	}
 	dt.record(b)
-	if rapid.Bool().Draw(t, "recycle") {
-		dt.m.Recycle(b)
-	}
 }
 
 func (dt *diffTest) record(b machine.Batch) {

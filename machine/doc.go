@@ -108,11 +108,15 @@
 // timeout, waiting events by deadline and by due time, the head of a
 // strict stream), and WakeAt comes from those indexes. Only what the
 // caller must persist scales with the backlog: a circuit that opens parks
-// every waiting event, and one that closes releases them all. A runtime
-// that acts on each batch before the next input can hand it back with
-// Recycle, and a steady step then allocates nothing but the accepted
-// event; with an idempotency window, nothing but its payload, as the
-// memory of an event the window forgot goes to the next one accepted.
+// every waiting event, and one that closes releases them all. Each Batch
+// is allocated fresh and is the caller's to keep, as raft's Ready is: the
+// machine keeps no reference to its lists, and the payloads it holds are
+// its own copies, never written.
+//
+// The indexes are the machine's only performance machinery. A change for
+// speed must gain at least 5% on a benchmark a user would notice (the
+// simulator's sweep, a scenario, BenchmarkCycle...) and must not lend
+// memory, pool it or add a second code path for one rule.
 //
 // # Idempotency window
 //
@@ -141,4 +145,19 @@
 // Records returns what the machine holds. The store keeps every record:
 // a forgotten one is no less durable, and Recover takes the window's
 // newest back from the settled records it is given.
+//
+// # Planted bugs
+//
+// The simulator proves its invariant checker by switching deliberate bugs
+// into the code (internal/plant). Six of them need the machine's insides
+// (retry limits, the poison hold, the drain order, the open circuit, the
+// window) and live here, as the unexported faults of a Machine, fixed when
+// it is made. Only a build with the tag plant can set them
+// (faults_plant.go, the machine's one import of the module, and only in
+// that build); in a normal build faults_off.go sets none, so no input,
+// flag or file can switch one on in a shipped binary. The hooks are plain
+// field tests on paths the bugs bend, not a second machine. The bugs a
+// runtime could cause from outside (a shortened MaxAge, records lost on
+// recovery) are the worker's instead: it hands the machine a bent config
+// or bent records.
 package machine

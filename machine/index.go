@@ -76,42 +76,24 @@ func (h *heap) up(i int) {
 	}
 }
 
-// down sifts the entry at i down to its place, the way Floyd's heapsort
-// does: the hole at i goes down to a leaf along the lesser children (one
-// comparison a level, not two), and the entry rises back from there (in
-// a heap it came to from the bottom, as remove's does, a level or two).
-// Ties are broken by Seq, so its place is the one a plain sift-down gives
-// it: every child on the path that is less than it goes up a level, the
-// others stay. Entries move into the hole rather than being swapped: one
-// store of the item and of its position per level, not two.
+// down sifts the entry at i down: it swaps places with its lesser child
+// while that child is less.
 func (h *heap) down(i int) {
-	items, n, x, top := h.items, len(h.items), h.items[i], i
+	n := len(h.items)
 	for {
 		c := 2*i + 1
 		if c >= n {
-			break
+			return
 		}
-		if r := c + 1; r < n && h.less(items[r], items[c]) {
+		if r := c + 1; r < n && h.less(h.items[r], h.items[c]) {
 			c = r
 		}
-		h.put(i, items[c])
+		if !h.less(h.items[c], h.items[i]) {
+			return
+		}
+		h.swap(i, c)
 		i = c
 	}
-	for i > top {
-		p := (i - 1) / 2
-		if !h.less(x, items[p]) {
-			break
-		}
-		h.put(i, items[p])
-		i = p
-	}
-	h.put(i, x)
-}
-
-// put places e at i and records its position.
-func (h *heap) put(i int, e *entry) {
-	h.items[i] = e
-	*h.pos(e) = int32(i)
 }
 
 func (h *heap) push(e *entry) {
@@ -120,9 +102,7 @@ func (h *heap) push(e *entry) {
 		e.where = h.q
 	}
 	h.items = append(h.items, e)
-	if i := len(h.items) - 1; i > 0 { // the only item needs no sifting
-		h.up(i)
-	}
+	h.up(len(h.items) - 1)
 }
 
 // remove takes e out of the heap; e must be in it.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/courierlab/courier/internal/plant"
 )
 
 // Errors for misuse. Each is wrapped with the detail that names the input.
@@ -50,45 +48,9 @@ func (e *entry) inFlight() bool { return e.where == inFlight }
 
 func newEntry(r Record) *entry { return &entry{rec: r, ti: -1, xi: -1} }
 
-// entryBlock is how many entries takeEntry carves from one allocation at
-// most. A block of 1, 2 or 4 entries is a size class of its own, so its
-// entries take no more room than as many 128-byte allocations. Larger
-// blocks would save allocations but leave more unused at the end of a
-// machine's life, and the simulator starts many machines.
-const entryBlock = 4
-
-// blockSize is the size of a machine's next block, for a machine that
-// holds n entries: n, but at least least and at most most. A machine of a
-// few events (a simulator starts dozens) then leaves little of its last
-// block unused, no more than it holds, and a large one allocates once
-// per most.
-func blockSize(n, least, most int) int { return min(most, max(least, n)) }
-
-// takeEntry is newEntry, reusing an entry compact dropped if there is
-// one, or else carving it from a block (see blockSize): one allocation
-// per entryBlock new entries, not one each. An entry never leaves its
-// machine's structures but for the free list, so a block lives no longer
-// than the machine's entries in it.
-func (m *Machine) takeEntry(r *Record) *entry {
-	var e *entry
-	if n := len(m.free); n > 0 {
-		e = m.free[n-1]
-		m.free[n-1] = nil
-		m.free = m.free[:n-1]
-	} else {
-		if len(m.entries) == 0 {
-			m.entries = make([]entry, blockSize(len(m.all), 1, entryBlock))
-		}
-		e = &m.entries[0]
-		m.entries = m.entries[1:]
-	}
-	*e = entry{rec: *r, ti: -1, xi: -1}
-	return e
-}
-
 // deadline is e's Record.Deadline, without copying the record and the
 // config on the hot path of every step.
-func (e *entry) deadline(c *Config) time.Time { return e.rec.AcceptedAt.Add(c.maxAge()) }
+func (e *entry) deadline(c *Config) time.Time { return e.rec.AcceptedAt.Add(c.MaxAge) }
 
 // Stats are counters for observation; nothing in the machine reads them.
 type Stats struct {
@@ -115,16 +77,10 @@ type Machine struct {
 	flying  int // entries in flight
 
 	// The indexes (index.go): what each step looks for, without a scan.
-	flight  heap // in flight, by timeout
-	future  heap // waiting, due after now, by NextAt
-	due     heap // waiting and due, by Seq (independent order only)
-	expiry  heap // waiting, by deadline
-	scratch []*entry
-
-	// The deadline of the expiry heap's top as expiryDeadline last
-	// computed it, and the Seq of the record it is for.
-	topSeq      uint64
-	topDeadline time.Time
+	flight heap // in flight, by timeout
+	future heap // waiting, due after now, by NextAt
+	due    heap // waiting and due, by Seq (independent order only)
+	expiry heap // waiting, by deadline
 
 	// The idempotency window: settled entries, oldest first, and the
 	// instant each settled (kept only with KeepSettledFor, the one reader).
@@ -139,15 +95,16 @@ type Machine struct {
 	probeFails int       // consecutive failed probes while open
 	probeNext  time.Time // next probe while open and none is out
 
-	stats   Stats
-	out     Batch
-	dirty   []*entry
-	free    []*entry // forgotten entries compact dropped, for takeEntry to reuse
-	entries []entry  // what is left of takeEntry's block, never used yet
-	block   []Record // what is left of persistRoom's block, never handed out yet
-	bytes   []byte   // what is left of clonePayload's block, never handed out yet
+	stats Stats
+	out   Batch    // the batch of the current step, handed out by flush
+	dirty []*entry // the entries the current step changed
 
-	reverseDrain bool // planted bug DrainOutOfOrder only
+	// faults are the planted bugs switched on in this machine: none,
+	// but in a build with the tag plant (see faults.go).
+	faults faults
+	// reverseDrain: the planted bug DrainOutOfOrder struck when the
+	// circuit last closed.
+	reverseDrain bool
 }
 
 // New returns a machine with no events, for a stream that has never had any.
@@ -157,6 +114,7 @@ func New(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	return &Machine{
+		faults:  plantedFaults(),
 		cfg:     cfg,
 		byID:    idIndex{seed: cfg.Seed},
 		circuit: Closed,
@@ -227,19 +185,14 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 		m.sendProbe()
 	}
 	m.advance()
-	var b Batch
-	m.flush(&b)
-	return m, b, nil
+	return m, m.flush(), nil
 }
 
 // load takes the store's records into a new machine, in Seq order, and
 // indexes them as at time now.
 func (m *Machine) load(records []Record, now time.Time) error {
-	recs := records
-	if !increasingSeq(records) {
-		recs = slices.Clone(records)
-		slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
-	}
+	recs := slices.Clone(records)
+	slices.SortFunc(recs, func(a, b Record) int { return cmpUint64(a.Seq, b.Seq) })
 	m.all = make([]*entry, 0, len(recs))
 	for i, r := range recs {
 		if err := checkRecord(&r); err != nil {
@@ -251,10 +204,7 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		if m.byID.get(r.ID) != nil {
 			return fmt.Errorf("%w: ID %q appears twice", ErrBadRecord, r.ID)
 		}
-		if plant.On(plant.RecoveryForgetsInFlight) && !r.State.Terminal() && r.Attempts > 0 {
-			continue
-		}
-		e := m.takeEntry(&r)
+		e := newEntry(r)
 		m.byID.put(e)
 		m.all = append(m.all, e)
 		m.lastSeq = r.Seq
@@ -271,19 +221,6 @@ func (m *Machine) load(records []Record, now time.Time) error {
 		}
 	}
 	return nil
-}
-
-// increasingSeq reports whether records are in strictly increasing Seq
-// order, as a store hands them: load then reads them where they are,
-// without the copy and the sort. Anything else (a tie included, whose
-// order the sort decides) takes the sorted copy, as before.
-func increasingSeq(records []Record) bool {
-	for i := 1; i < len(records); i++ {
-		if records[i-1].Seq >= records[i].Seq {
-			return false
-		}
-	}
-	return true
 }
 
 func checkRecord(r *Record) error {
@@ -366,10 +303,10 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	if m.circuit == Open {
 		state = Parked
 	}
-	e = m.takeEntry(&Record{
+	e = newEntry(Record{
 		ID:         in.ID,
 		Seq:        m.lastSeq,
-		Payload:    m.clonePayload(in.Payload),
+		Payload:    slices.Clone(in.Payload), // the caller may reuse its buffer
 		AcceptedAt: in.At,
 		State:      state,
 		NextAt:     in.At,
@@ -383,37 +320,6 @@ func (m *Machine) accept(in *Accept, e *entry, h uint64) {
 	m.out.Acks = append(m.out.Acks, Ack{ID: in.ID, Seq: e.rec.Seq})
 }
 
-// payloadBlock is how many bytes clonePayload carves small payloads
-// from at most; a payload over payloadBlock/8 bytes gets an allocation of
-// its own. A block is sized by blockSize, at 32 bytes per entry held.
-const payloadBlock = 256
-
-// clonePayload is slices.Clone (nil stays nil, empty stays empty), with a
-// small payload carved from a shared block instead of allocated alone: an
-// accepted event then costs no allocation of its own for its payload. No
-// one writes to a payload once accepted (see Record), and each is capped
-// at its own length, so that an append to one cannot reach the next. A
-// payload that lives on keeps its block alive: no more than payloadBlock
-// bytes for one payload of at most payloadBlock/8.
-func (m *Machine) clonePayload(p []byte) []byte {
-	n := len(p)
-	switch {
-	case p == nil:
-		return nil
-	case n == 0 || n > payloadBlock/8:
-		c := make([]byte, n)
-		copy(c, p)
-		return c
-	}
-	if len(m.bytes) < n {
-		m.bytes = make([]byte, blockSize(32*len(m.all), payloadBlock/8, payloadBlock))
-	}
-	c := m.bytes[:n:n]
-	m.bytes = m.bytes[n:]
-	copy(c, p)
-	return c
-}
-
 // adopt takes over a record a shared store accepted. It is not refused
 // when MaxQueued is reached: the store already acknowledged it. e is the
 // entry already known by its ID, if any, and h the hash of its ID.
@@ -422,10 +328,8 @@ func (m *Machine) adopt(in *Adopt, e *entry, h uint64) {
 		m.ignore("adopt %s, already known as seq %d", in.Record.ID, e.rec.Seq)
 		return
 	}
-	// The record goes straight into the entry, then its payload is
-	// replaced by a copy: a record is 112 bytes, not worth copying twice.
-	e = m.takeEntry(&in.Record)
-	e.rec.Payload = m.clonePayload(in.Record.Payload)
+	e = newEntry(in.Record)
+	e.rec.Payload = slices.Clone(in.Record.Payload) // the caller may reuse its buffer
 	e.adopted = true
 	r := &e.rec
 	m.byID.putHashed(e, h)
@@ -492,11 +396,11 @@ func (m *Machine) fail(e *entry, retryAfter time.Duration) {
 	m.streak++
 	n := e.rec.Attempts
 	switch {
-	case n >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever):
+	case n >= m.cfg.MaxAttempts && m.faults.poisonBlocksForever:
 		e.rec.NextAt = m.now.Add(100 * 365 * 24 * time.Hour)
 		m.setState(e, Retry, NotDead)
-	case n >= m.cfg.MaxAttempts && !plant.On(plant.UnboundedRetries),
-		n >= m.cfg.MaxAttempts-1 && plant.On(plant.ExhaustEarly):
+	case n >= m.cfg.MaxAttempts && !m.faults.unboundedRetries,
+		n >= m.cfg.MaxAttempts-1 && m.faults.exhaustEarly:
 		m.kill(e, Exhausted)
 	default:
 		next := m.now.Add(m.cfg.retryDelay(e.rec.ID, n, retryAfter))
@@ -554,18 +458,17 @@ func (m *Machine) probeHealthy() {
 		// on a flapping link, so the first failure of the drain checks
 		// again at once instead of spending a whole streak of attempts.
 		m.streak = m.cfg.BreakerThreshold - 1
-		m.reverseDrain = plant.On(plant.DrainOutOfOrder)
+		m.reverseDrain = m.faults.drainOutOfOrder
 		// Release the backlog; dispatch drains it in acceptance order.
 		// Every parked entry is waiting (in the expiry heap), but for one
-		// sent while open under the planted bug SendWhileOpen.
-		m.scratch = append(append(m.scratch[:0], m.flight.items...), m.expiry.items...)
-		for _, e := range m.scratch {
+		// sent while open under the planted bug SendWhileOpen. The heaps
+		// are copied: setState moves entries within them.
+		for _, e := range slices.Concat(m.flight.items, m.expiry.items) {
 			if e.rec.State == Parked {
 				e.rec.NextAt = m.now
 				m.setState(e, Pending, NotDead)
 			}
 		}
-		clear(m.scratch)
 		m.setCircuit(Closed)
 	default:
 		panic(fmt.Sprintf("machine: invalid transition [probe healthy in %s]: no probe is sent while closed", m.circuit))
@@ -596,13 +499,10 @@ func (m *Machine) advance() {
 	// Attempts that timed out fail, then events past MaxAge die. (Each
 	// entry's outcome depends only on itself and the circuit, and expiry
 	// never touches the circuit, so the order between them is free; the
-	// timeouts go in Seq order all the same.) Each kind of work is looked
-	// for here, where the check inlines: most steps have none of it to do.
-	if m.flight.len() > 0 && !m.now.Before(m.flight.items[0].rec.NextAt) {
-		m.timeouts()
-	}
-	if !plant.On(plant.PoisonBlocksForever) {
-		for m.expiry.len() > 0 && !m.now.Before(m.expiryDeadline()) {
+	// timeouts go in Seq order all the same.)
+	m.timeouts()
+	if !m.faults.poisonBlocksForever {
+		for m.expiry.len() > 0 && !m.now.Before(m.expiry.items[0].deadline(&m.cfg)) {
 			m.kill(m.expiry.items[0], Expired)
 		}
 	}
@@ -615,54 +515,27 @@ func (m *Machine) advance() {
 	if m.circuit == Open && !m.probeOut && m.queued > 0 && !m.now.Before(m.probeNext) {
 		m.sendProbe()
 	}
-	if m.future.len() > 0 {
-		m.migrate()
-	}
-	if m.circuit == Closed || plant.On(plant.SendWhileOpen) {
+	m.migrate()
+	if m.circuit == Closed || m.faults.sendWhileOpen {
 		m.dispatch()
 	}
-	if m.cfg.KeepSettledFor > 0 {
-		m.forgetOld()
-	}
-	if m.compactDue() {
-		m.compact()
-	}
+	m.forgetOld()
+	m.compact()
 	m.out.WakeAt = m.wakeAt()
-}
-
-// expiryDeadline is the deadline of the expiry heap's top, which must
-// exist. Every step looks at it twice (advance, wakeAt) but the top
-// changes far less often, so its deadline is kept with the Seq it is for,
-// and time.Time.Add runs only for a new top. A Seq names one record for
-// the machine's whole life (a new record's Seq is above every Seq the
-// machine knew, and none is 0), and a record's AcceptedAt never changes.
-func (m *Machine) expiryDeadline() time.Time {
-	if e := m.expiry.items[0]; e.rec.Seq != m.topSeq {
-		m.newTop(e) // apart, so that the check inlines
-	}
-	return m.topDeadline
-}
-
-// newTop computes the deadline of e, the expiry heap's new top.
-func (m *Machine) newTop(e *entry) {
-	m.topSeq, m.topDeadline = e.rec.Seq, e.deadline(&m.cfg)
 }
 
 // timeouts fails every attempt in flight whose timeout has come.
 func (m *Machine) timeouts() {
-	m.scratch = m.scratch[:0]
+	var timedOut []*entry
 	for m.flight.len() > 0 && !m.now.Before(m.flight.items[0].rec.NextAt) {
 		e := m.flight.items[0]
 		m.land(e)
-		m.scratch = append(m.scratch, e)
+		timedOut = append(timedOut, e)
 	}
-	if len(m.scratch) > 1 {
-		slices.SortFunc(m.scratch, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
-	}
-	for _, e := range m.scratch {
+	slices.SortFunc(timedOut, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
+	for _, e := range timedOut {
 		m.fail(e, 0)
 	}
-	clear(m.scratch)
 }
 
 // migrate moves the waiting entries that have become due out of the
@@ -702,7 +575,7 @@ func (m *Machine) dispatchScan(reverse bool) {
 	}
 	for ; i != end; i += step {
 		e := m.all[i]
-		if m.flying >= m.cfg.window() {
+		if m.flying >= m.window() {
 			return
 		}
 		if e.rec.State.Terminal() {
@@ -721,33 +594,32 @@ func (m *Machine) dispatchScan(reverse bool) {
 // dispatchDue starts the due entries of an independent stream, lowest Seq
 // first.
 func (m *Machine) dispatchDue() {
-	m.scratch = m.scratch[:0]
-	for m.flying < m.cfg.window() && m.due.len() > 0 {
+	var stuck []*entry
+	for m.flying < m.window() && m.due.len() > 0 {
 		e := m.due.items[0]
 		if m.stuck(e) {
 			m.due.remove(e)
-			m.scratch = append(m.scratch, e)
+			stuck = append(stuck, e)
 			continue
 		}
 		m.start(e)
 	}
-	for _, e := range m.scratch {
+	for _, e := range stuck {
 		m.due.push(e)
 	}
-	clear(m.scratch)
 }
 
 // stuck is the planted bug PoisonBlocksForever: an exhausted event that
 // is never sent nor given up.
 func (m *Machine) stuck(e *entry) bool {
-	return e.rec.Attempts >= m.cfg.MaxAttempts && plant.On(plant.PoisonBlocksForever)
+	return e.rec.Attempts >= m.cfg.MaxAttempts && m.faults.poisonBlocksForever
 }
 
 func (m *Machine) start(e *entry) {
-	if e.rec.State == Parked && !plant.On(plant.SendWhileOpen) {
+	if e.rec.State == Parked && !m.faults.sendWhileOpen {
 		panic(fmt.Sprintf("machine: invalid transition [parked -> send] for %s while the circuit is %s", e.rec.ID, m.circuit))
 	}
-	if e.rec.Attempts >= m.cfg.MaxAttempts && !plant.On(plant.UnboundedRetries) {
+	if e.rec.Attempts >= m.cfg.MaxAttempts && !m.faults.unboundedRetries {
 		panic(fmt.Sprintf("machine: invalid transition [%s -> send] for %s: attempt %d would exceed MaxAttempts %d",
 			e.rec.State, e.rec.ID, e.rec.Attempts+1, m.cfg.MaxAttempts))
 	}
@@ -776,9 +648,9 @@ func (m *Machine) sendProbe() {
 // attempts and the probe that had timed out by now landed, the events
 // past MaxAge died, the due entries left the future heap, a probe went
 // out if one was due, and what was sent or probed since times out after
-// now (timeouts are positive). So none is compared with now again: that
-// was two comparisons a step. TestModel checks that each WakeAt is after
-// now, and TestDifferential that it is the reference's.
+// now (timeouts are positive). So none is compared with now again.
+// TestModel checks that each WakeAt is after now, and TestDifferential
+// that it is the reference's.
 func (m *Machine) wakeAt() time.Time {
 	var wake time.Time
 	consider := func(t time.Time) {
@@ -796,8 +668,8 @@ func (m *Machine) wakeAt() time.Time {
 		consider(m.flight.items[0].rec.NextAt)
 	}
 	if m.expiry.len() > 0 {
-		if !plant.On(plant.PoisonBlocksForever) {
-			consider(m.expiryDeadline())
+		if !m.faults.poisonBlocksForever {
+			consider(m.expiry.items[0].deadline(&m.cfg))
 		} else {
 			// The planted bug keeps expired events: the earliest
 			// deadline still to come.
@@ -898,7 +770,8 @@ func (m *Machine) settle(e *entry) {
 	}
 }
 
-// forgetOld forgets the settled entries older than KeepSettledFor.
+// forgetOld forgets the settled entries older than KeepSettledFor, if
+// that bound is set.
 func (m *Machine) forgetOld() {
 	if m.cfg.KeepSettledFor <= 0 {
 		return
@@ -942,30 +815,22 @@ func (m *Machine) touch(e *entry) {
 	}
 }
 
-// compactDue reports whether forgotten entries are half of all (and at
-// least 64), when compact drops them.
-func (m *Machine) compactDue() bool { return m.nForgot >= 64 && 2*m.nForgot >= len(m.all) }
-
-// compact drops forgotten entries from all once they are half of it (see
-// compactDue), so that memory follows the idempotency window, not history. Nothing else
-// points to a forgotten entry (it left the ID index, the window's ring
-// and every heap when it settled), so compact keeps the ones it drops for
-// takeEntry to reuse: in a steady stream with a window, each accept then
-// reuses an entry instead of allocating one, and the free list holds no
-// more than all held before it was compacted.
+// compact drops forgotten entries from all once they are half of it (and
+// at least 64), so that memory follows the idempotency window, not
+// history. Nothing else points to a forgotten entry: it left the ID index,
+// the window's ring and every heap when it settled.
 func (m *Machine) compact() {
+	if m.nForgot < 64 || 2*m.nForgot < len(m.all) {
+		return
+	}
 	kept, head := 0, 0
 	for i, e := range m.all {
 		if i == m.head {
 			head = kept
 		}
-		switch {
-		case !e.forgotten:
+		if !e.forgotten {
 			m.all[kept] = e
 			kept++
-		case !e.dirty: // one the batch of this step persists is read by flush
-			*e = entry{} // drop its ID and payload
-			m.free = append(m.free, e)
 		}
 	}
 	if m.head >= len(m.all) {
@@ -975,112 +840,21 @@ func (m *Machine) compact() {
 	m.all, m.head, m.nForgot = m.all[:kept], head, 0
 }
 
-// flush hands the step's batch out into out, a zero Batch, and starts the
-// next one.
-//
-// The batch is built in m.out. A list that holds something is handed out
-// and is the caller's until it recycles it; an empty one is handed out as
-// nil, as it always was, and its buffer stays in m.out for the next batch.
-// So between steps m.out holds only empty buffers, and Recycle can put a
-// handed-back list straight there.
-func (m *Machine) flush(out *Batch) {
-	if len(m.dirty) > 1 { // most steps touch one entry
+// flush hands out the step's batch and starts the next one. The batch is
+// the caller's: the machine keeps no reference to its lists.
+func (m *Machine) flush() Batch {
+	if len(m.dirty) > 0 {
 		slices.SortFunc(m.dirty, func(a, b *entry) int { return cmpUint64(a.rec.Seq, b.rec.Seq) })
+		m.out.Persist = make([]Record, len(m.dirty))
+		for i, e := range m.dirty {
+			m.out.Persist[i] = e.rec
+			e.dirty = false
+		}
 	}
-	// Room for every record at once (Persist is empty here: only flush
-	// fills it), so that a caller that does not recycle its batches (one
-	// that keeps them; the worker recycles) pays one allocation per batch
-	// and not one per doubling.
-	if cap(m.out.Persist) < len(m.dirty) {
-		m.out.Persist = m.persistRoom(len(m.dirty))
-	}
-	persist := m.out.Persist[:len(m.dirty)]
-	for i, e := range m.dirty {
-		persist[i] = e.rec
-		e.dirty = false
-	}
-	m.out.Persist = persist
 	m.dirty = m.dirty[:0]
-	// out is the zero Batch Step returns: only what holds something is
-	// written to it.
-	handOut(&out.Persist, &m.out.Persist)
-	handOut(&out.Acks, &m.out.Acks)
-	handOut(&out.Sends, &m.out.Sends)
-	handOut(&out.Probes, &m.out.Probes)
-	handOut(&out.Circuit, &m.out.Circuit)
-	out.WakeAt = m.out.WakeAt
-	if m.out.Ignored != "" {
-		out.Ignored, m.out.Ignored = m.out.Ignored, ""
-	}
-}
-
-// persistBlock is how many records persistRoom carves from one
-// allocation. Small: a caller that recycles (the worker) asks a new
-// machine for a list once and reuses it, so most of a larger block was
-// never used (16 cost a simulated swarm run 23% more bytes).
-const persistBlock = 4
-
-// persistRoom returns an empty list with room for n records. A caller
-// may keep a batch's Persist for good instead of recycling it, so a list is
-// never written again once handed out; but the lists need not be
-// allocated one by one: small ones are carved from a shared block, each
-// capped at its own room so that an append past it cannot reach the
-// next one's. A kept list keeps its block alive, no more than a block.
-func (m *Machine) persistRoom(n int) []Record {
-	if n > persistBlock/4 {
-		return make([]Record, 0, n)
-	}
-	if len(m.block) < n {
-		m.block = make([]Record, persistBlock)
-	}
-	room := m.block[:0:n]
-	m.block = m.block[n:]
-	return room
-}
-
-// handOut settles who owns a list after a step: the caller if it holds
-// something (the machine lets go of it), the machine if it is empty (the
-// caller's stays nil).
-func handOut[T any](out, kept *[]T) {
-	if len(*kept) > 0 {
-		*out, *kept = *kept, nil
-	}
-}
-
-// Recycle hands back a Batch the caller has acted on, so that the
-// machine reuses its slices for a later batch instead of allocating new
-// ones: a runtime that recycles every batch makes a steady step allocate
-// nothing but the accepted event. After Recycle the caller must not read
-// b again, and must recycle a batch at most once. Recycling is optional.
-func (m *Machine) Recycle(b Batch) {
-	// Drop the IDs and payloads the lists point to. Field by field, not
-	// clear: a list holds an element or two, and clear of a list of
-	// pointerful structs is a runtime call that costs more than the stores.
-	for i := range b.Persist {
-		b.Persist[i].ID, b.Persist[i].Payload = "", nil
-	}
-	for i := range b.Sends {
-		b.Sends[i].ID, b.Sends[i].Payload = "", nil
-	}
-	for i := range b.Acks {
-		b.Acks[i].ID = ""
-	}
-	// Between steps the next batch's lists are empty (see flush): a list
-	// with no buffer takes the one handed back.
-	takeBack(&m.out.Persist, b.Persist)
-	takeBack(&m.out.Acks, b.Acks)
-	takeBack(&m.out.Sends, b.Sends)
-	takeBack(&m.out.Probes, b.Probes)
-	takeBack(&m.out.Circuit, b.Circuit)
-}
-
-// takeBack makes the buffer of a handed-back list the next batch's list,
-// if it has one and that list has none. (Most lists of a batch are nil:
-// storing nil over nil cost Recycle a third of its time.)
-func takeBack[T any](next *[]T, back []T) {
-	if cap(back) > 0 && cap(*next) == 0 {
-		*next = back[:0]
-	}
+	out := m.out
+	m.out = Batch{}
+	return out
 }
 
 func cmpUint64(a, b uint64) int {

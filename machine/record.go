@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/courierlab/courier/internal/plant"
 )
 
 // State is where an event is in its life. Delivered and Dead are terminal:
@@ -89,15 +87,7 @@ type Record struct {
 }
 
 // Deadline is the instant past which the event may no longer be sent.
-func (r Record) Deadline(c Config) time.Time { return r.AcceptedAt.Add(c.maxAge()) }
-
-// maxAge is MaxAge, or half of it under the planted bug ExpireEarly.
-func (c *Config) maxAge() time.Duration {
-	if plant.On(plant.ExpireEarly) {
-		return c.MaxAge / 2
-	}
-	return c.MaxAge
-}
+func (r Record) Deadline(c Config) time.Time { return r.AcceptedAt.Add(c.MaxAge) }
 
 // Format renders the record as one stable line, times relative to epoch.
 func (r Record) Format(epoch time.Time) string {

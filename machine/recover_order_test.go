@@ -12,10 +12,10 @@ import (
 	"github.com/courierlab/courier/machine"
 )
 
-// TestRecoverOrderFree holds load's shortcut to the plain path: records
-// already in Seq order are read in place, any other order is copied and
-// sorted first. Both must make the same machine and the same batch, and
-// neither may reorder the caller's slice.
+// TestRecoverOrderFree: Recover takes the store's records in any order.
+// Records in Seq order and the same records shuffled make the same
+// machine and the same batch, and Recover does not reorder the caller's
+// slice.
 func TestRecoverOrderFree(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := machine.DefaultConfig()
@@ -63,8 +63,8 @@ func TestRecoverOrderFree(t *testing.T) {
 	})
 }
 
-// TestRecoverTieInOrder: records in order but for a shared Seq take the
-// sorted path and are refused, naming the same two IDs as before.
+// TestRecoverTieInOrder: records in order but for a shared Seq are
+// refused, naming the two IDs that share it.
 func TestRecoverTieInOrder(t *testing.T) {
 	rec := func(id string, seq uint64) machine.Record {
 		return machine.Record{ID: id, Seq: seq, State: machine.Pending, AcceptedAt: epoch, NextAt: epoch}

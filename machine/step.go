@@ -7,7 +7,8 @@ import (
 
 // Step applies one input and returns what the caller must do, in the order
 // Batch documents. An error means the input was misuse and nothing changed.
-func (m *Machine) Step(in Input) (out Batch, err error) {
+func (m *Machine) Step(in Input) (Batch, error) {
+	var err error
 	// One type switch, not in.at() or %T: passing in on to an interface
 	// method or to fmt would make every caller's input escape to the heap.
 	// Each kind of input then has its own step, which looks up the entry
@@ -36,8 +37,7 @@ func (m *Machine) Step(in Input) (out Batch, err error) {
 		return Batch{}, err
 	}
 	m.advance()
-	m.flush(&out) // into the result, not copied there from flush's own
-	return out, nil
+	return m.flush(), nil
 }
 
 // wentBackwards is the error for an input at a clock reading before the

@@ -48,9 +48,9 @@ type buffers struct {
 	sends   []int
 	final   []*machine.Record
 	granted []uint64 // by stream (sim.granted)
-	// store is the store of every run on these buffers, emptied when a
-	// run ends (memstore.Store.Reset) rather than built anew: its clock
-	// and failure injector read sim, which is the same for every run.
+	// store is the store of the next run on these buffers, built anew
+	// when a run ends: its clock and failure injector read sim, which is
+	// the same for every run.
 	store  *memstore.Store
 	now    func() time.Time
 	outage func() bool
@@ -158,7 +158,8 @@ func (b *buffers) release(s *sim) {
 	// Whatever else the run points to (its nodes, its world, what its
 	// store holds) is not kept alive in the pool.
 	*s = sim{}
-	b.store.Reset(b.now, b.outage)
+	b.store = memstore.New(b.now) // a new store: memstore keeps no memory for reuse
+	b.store.SetUnavailable(b.outage)
 	b.flights.reset()
 	b.probes.reset()
 	if cap(l.entries) <= poolMaxEntries {

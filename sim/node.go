@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/channel"
-	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/store/memstore"
 	"github.com/courierlab/courier/worker"
+	"github.com/courierlab/courier/worker/observe"
 )
 
 // The senders of a run are nodes: each runs worker.Worker, the production
@@ -537,7 +537,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	l := s.log
 	from := len(l.entries)
 	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
-	l.entries = observe.Worker(l.entries, n.name, ev)
+	l.entries = observe.Worker(l.entries, n.name, *ev)
 	l.stamp(s.streamIndex(ev.Stream), from, s.now)
 }
 

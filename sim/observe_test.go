@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/channel"
-	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/worker"
+	"github.com/courierlab/courier/worker/observe"
 )
 
 // The simulator skips observe.Worker for the kinds entryless names: it
@@ -23,7 +23,7 @@ func TestEntrylessKindsMakeNoEntries(t *testing.T) {
 			Circuit: machine.Open, Outcome: channel.Outcome{Result: machine.OutcomeDelivered},
 			ID: "e001", Seq: 1, Attempt: 2, Op: "Save", Err: errors.New("boom"), Count: 3, Detail: "4",
 		}
-		got := observe.Worker(nil, "w1", &ev)
+		got := observe.Worker(nil, "w1", ev)
 		if entryless(ev.Kind) && len(got) > 0 {
 			t.Errorf("%v: entryless, but observe.Worker makes %d entries: %+v", ev.Kind, len(got), got)
 		}

@@ -766,7 +766,7 @@ func (s *sim) readFinals() {
 	for i := range s.runs {
 		s.runs[i].Finished = true
 		from := len(finals)
-		finals = s.store.AppendRecords(finals, s.streams[i])
+		finals = append(finals, s.store.Records(s.streams[i])...)
 		if len(finals) > from {
 			s.runs[i].Final = finals[from:len(finals):len(finals)]
 		}

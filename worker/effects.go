@@ -11,9 +11,7 @@ import (
 // worker made itself. The driver performs every Send and Probe (in any
 // order, each at most once) and reports each one's outcome with Deliver,
 // then calls Advance again at Next. Its lists are the driver's to keep:
-// the worker never writes to a list it handed out (a later call's lists
-// are other memory, though they may share one allocation), and each
-// list's capacity is its length, so an append by the driver copies.
+// the worker keeps no reference to them.
 type Effects struct {
 	// Sends are attempts whose attempt number is already durable. A
 	// driver must not start one at or after its Deadline.
@@ -140,23 +138,14 @@ func (k Kind) String() string {
 // Event is one thing the worker did or learnt, for logs, metrics and test
 // recorders. It never carries a payload: Records are passed with their
 // payloads for recorders that must compare them, and an Observer that logs
-// must not print them.
-//
-// Records is lent, not given: the list is valid only until the Observe
-// call that received the event returns, like bufio.Scanner.Bytes. The
-// worker then hands a Persisted event's list back to the stream's machine
-// (machine.Recycle), which blanks its records' IDs and payloads and fills
-// it with a later batch's records. An Observer that keeps the records past
-// its call must copy them (each machine.Record by value, or
-// slices.Clone(e.Records)); a copy of the Event copies only the list's
-// header. The payloads the records point to are never written: a copied
-// record's Payload stays valid.
+// must not print them. An Event is the Observer's to keep, Records
+// included: the worker keeps no reference to the list it hands over.
 type Event struct {
 	Kind    Kind
 	At      time.Time // the worker's clock
 	Stream  string
 	Token   uint64
-	Records []machine.Record // Persisted; Rebuilt: what it recovered. Valid only during Observe (see above)
+	Records []machine.Record // Persisted; Rebuilt: what it recovered
 	Circuit machine.Circuit  // CircuitChanged, Rebuilt
 	Outcome channel.Outcome  // Replied
 	ID      string           // Replied, Sent, Adopted
@@ -169,9 +158,7 @@ type Event struct {
 }
 
 // Observer receives the worker's events, synchronously, on the goroutine
-// that calls the worker. It must not call the worker, and must not keep an
-// event's Records list after Observe returns (copy the records instead:
-// see Event).
+// that calls the worker. It must not call the worker.
 type Observer interface {
 	Observe(Event)
 }

@@ -9,7 +9,11 @@ import (
 )
 
 // The planted runtime bugs of the simulator's catalogue (internal/plant),
-// in the one place a runtime's bugs can be: here. In a normal build
+// in the one place a runtime's bugs can be: here, with the machine's bugs
+// that a runtime could cause from outside (ExpireEarly hands the machine
+// half the stream's MaxAge, RecoveryForgetsInFlight hides records from
+// Recover). The bugs that need the machine's insides are the machine's
+// own (machine/faults.go). In a normal build
 // plant.On is a constant false and every function below returns its input
 // unchanged; the hooks fold away. Only a build with the tag plant can
 // switch one on, and only the simulator's catch matrix does.
@@ -23,6 +27,8 @@ func plantedConfig(p machine.Config) machine.Config {
 		p.BreakerThreshold = 1 << 30
 	case plant.On(plant.AgeOverrun):
 		p.MaxAge *= 2
+	case plant.On(plant.ExpireEarly):
+		p.MaxAge = max(p.MaxAge/2, 1)
 	}
 	return p
 }
@@ -54,6 +60,12 @@ func plantedPersist(recs []machine.Record) []machine.Record {
 
 // plantedRecords is what the worker's loader hands Recover.
 func plantedRecords(recs []machine.Record, now time.Time) []machine.Record {
+	if plant.On(plant.RecoveryForgetsInFlight) {
+		// The events that had an attempt out when the sender died.
+		return slices.DeleteFunc(slices.Clone(recs), func(r machine.Record) bool {
+			return !r.State.Terminal() && r.Attempts > 0
+		})
+	}
 	forget, due := plant.On(plant.RecoveryForgetsOutage), plant.On(plant.RecoveryIgnoresNextAt)
 	if !forget && !due {
 		return recs

@@ -133,28 +133,16 @@ func (c *Config) validate() error {
 // call carries the driver's clock reading, and Next says when to call
 // Advance again.
 type Worker struct {
-	cfg     Config
-	streams map[string]*stream
-	order   []*stream      // owned streams, by name: the order every pass takes
-	ups     []store.Update // the last Save's updates, reused (Save keeps none)
-	ans     store.Outcome  // the outcome ups points to, reused likewise
-	claimAt stamp
-	purgeAt stamp
-	gen     uint64
-	now     stamp // the latest clock reading
-	origin  stamp // the first clock reading: the poll grid's origin
-	// pollLo and pollHi are the last grid interval nextPoll computed:
-	// nextPoll of any instant in [pollLo, pollHi) is pollHi. Zero until
-	// the first.
-	pollLo, pollHi stamp
-	draining       bool
-	out            Effects
-	// replied is the stream the last Deliver found, if any: replies mostly
-	// come for the stream of the one before. While it is not gone, it is
-	// the one streams holds under its name (adoptLease replaces a stream
-	// only after the old one is gone), so Deliver may take it instead of
-	// a map lookup when the names match.
-	replied *stream
+	cfg      Config
+	streams  map[string]*stream
+	order    []*stream // owned streams, by name: the order every pass takes
+	claimAt  time.Time
+	purgeAt  time.Time
+	gen      uint64
+	now      time.Time // the latest clock reading
+	origin   time.Time // the first clock reading: the poll grid's origin
+	draining bool
+	out      Effects // what the current call hands out
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a
@@ -171,29 +159,14 @@ func (w *Worker) Config() Config { return w.cfg }
 
 // clock takes the driver's reading, never letting it go backwards: a wall
 // clock stepped back must not make the machines refuse their inputs.
-func (w *Worker) clock(reading time.Time) *stamp {
-	if w.origin.t.IsZero() {
-		return w.firstClock(reading)
+func (w *Worker) clock(reading time.Time) time.Time {
+	if w.origin.IsZero() {
+		w.origin = reading
 	}
-	// The reading is set in place and the latest put back should it be
-	// earlier, which it almost never is: one copy of a stamp, where
-	// setting one aside and copying it in made two.
-	latest := w.now
-	if w.now.set(reading); w.now.before(&latest) {
-		w.now = latest
+	if !reading.Before(w.now) {
+		w.now = reading
 	}
-	return &w.now // unchanged until the call that read it returns
-}
-
-// firstClock is clock while the poll grid has no origin: until a reading
-// that is not the zero instant.
-func (w *Worker) firstClock(reading time.Time) *stamp {
-	now := stampOf(reading)
-	w.origin = now
-	if !now.before(&w.now) {
-		w.now = now
-	}
-	return &w.now
+	return w.now
 }
 
 // nextPoll is the first instant after now on the grid of Polls from the
@@ -201,81 +174,24 @@ func (w *Worker) firstClock(reading time.Time) *stamp {
 // each owned stream's look for new records) falls on that grid, so one
 // Advance serves them all, however many streams the worker owns and
 // whenever it took them over; each still comes within one Poll.
-func (w *Worker) nextPoll(now *stamp) *stamp {
-	// Every stream's poll in one Advance falls in the same interval of
-	// the grid, and a worker's next poll mostly in the interval after:
-	// comparisons and at most one addition, not a division, a
-	// subtraction and two additions of instants. The interval after is
-	// taken in place; should now lie beyond it too, the formula below
-	// sets both ends again. The caller copies the instant once.
-	if !w.pollHi.t.IsZero() && !now.before(&w.pollLo) {
-		if now.before(&w.pollHi) {
-			return &w.pollHi
-		}
-		w.pollLo = w.pollHi
-		if w.pollHi.setAdd(&w.pollLo, w.cfg.Poll); now.before(&w.pollHi) {
-			return &w.pollHi
-		}
-	}
-	n := now.t.Sub(w.origin.t)/w.cfg.Poll + 1
-	w.pollLo, w.pollHi = w.origin.add((n-1)*w.cfg.Poll), w.origin.add(n*w.cfg.Poll)
-	return &w.pollHi
+func (w *Worker) nextPoll(now time.Time) time.Time {
+	n := now.Sub(w.origin)/w.cfg.Poll + 1
+	return w.origin.Add(n * w.cfg.Poll)
 }
 
 // observe stamps e with the worker's clock and hands it to the Observer.
-// It takes e by pointer: an Event is large, and the Observer's call copies
-// it once already.
-func (w *Worker) observe(e *Event) {
+func (w *Worker) observe(e Event) {
 	if w.cfg.Observer != nil {
-		e.At = w.now.t
-		w.cfg.Observer.Observe(*e)
+		e.At = w.now
+		w.cfg.Observer.Observe(e)
 	}
 }
 
-// flush hands out the Effects built since the last call. Their lists are
-// the caller's for good: the worker never writes to them again (see
-// room).
+// flush hands out the Effects built since the last call. They are the
+// caller's: the worker keeps no reference to them.
 func (w *Worker) flush() Effects {
-	if len(w.out.Sends) == 0 && len(w.out.Probes) == 0 {
-		return Effects{} // most calls hand out nothing: this much inlines
-	}
-	return w.cutOut()
-}
-
-func (w *Worker) cutOut() Effects {
-	return Effects{Sends: cut(&w.out.Sends), Probes: cut(&w.out.Probes)}
-}
-
-// slabLen is how many elements room allocates at once for the lists of
-// Effects: one allocation serves that many sends (or probes), not one
-// per call that hands any out.
-const slabLen = 16
-
-// room makes room in *list for n more elements, moving what it holds to
-// a new slab of slabLen elements (more if they do not fit) when the
-// current one is full. The lists of Effects are built in a slab's free
-// part and cut off it (cut): each element is written once, before it is
-// handed out, so that a list the caller keeps never changes.
-func room[T any](list *[]T, n int) {
-	if cap(*list)-len(*list) >= n {
-		return
-	}
-	s := make([]T, len(*list), max(slabLen, 2*(len(*list)+n)))
-	copy(s, *list)
-	*list = s
-}
-
-// cut returns what *list holds, its capacity cut at its length (an append
-// by the caller reallocates rather than write into the slab), and leaves
-// *list empty at the start of the slab's free part. An empty list is
-// handed out as nil.
-func cut[T any](list *[]T) []T {
-	n := len(*list)
-	if n == 0 {
-		return nil
-	}
-	out := (*list)[:n:n]
-	*list = (*list)[n:]
+	out := w.out
+	w.out = Effects{}
 	return out
 }
 
@@ -292,21 +208,23 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	// gone leaves the next one at its index.
 	for i := 0; i < len(w.order); {
 		st := w.order[i]
-		if now.before(st.dueAt(w.draining)) {
-			if !st.still {
-				w.quiet(ctx, st, now)
-			}
-		} else {
+		switch {
+		case !now.Before(st.due):
 			w.advanceStream(ctx, st, now)
+			w.reschedule(st)
+		case !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero():
+			// Nothing timed is due, but the idle clock is to start or stop.
+			w.idle(ctx, st, now)
+			w.reschedule(st)
 		}
 		if !st.gone {
 			i++
 		}
 	}
-	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.before(&w.claimAt) {
+	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
 		w.claim(ctx, now)
 	}
-	if !w.draining && w.cfg.Retention > 0 && !now.before(&w.purgeAt) {
+	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
 		w.purge(ctx, now)
 	}
 	return w.flush()
@@ -317,13 +235,12 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 // longer owns, or for a machine it has since rebuilt, is dropped.
 func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effects {
 	now := w.clock(reading)
-	st := w.replied
-	if st == nil || st.gone || st.lease.Stream != r.Stream {
-		st = w.streams[r.Stream]
-		w.replied = st
+	st := w.streams[r.Stream]
+	if st != nil {
+		defer w.reschedule(st)
 	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
-		w.observe(&Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
+		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})
 		return w.flush()
 	}
@@ -332,15 +249,15 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 		if w.draining {
 			return w.flush() // nothing new goes out while draining
 		}
-		w.observe(&Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
-		in = machine.ProbeResult{At: now.t, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
+		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
+		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
 	} else {
 		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
 		if r.Outcome.Result != machine.OutcomeFailed || retryAfter < 0 {
 			retryAfter = 0 // a hint goes only with a retryable failure
 		}
-		w.observe(&Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
-		in = machine.Result{At: now.t, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
+		w.observe(Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
+		in = machine.Result{At: now, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
 		w.stepAnswer(ctx, st, now, in, &answer{id: r.ID, outcome: store.Outcome{
 			Attempt: r.Attempt,
 			Status:  r.Outcome.Status,
@@ -357,11 +274,11 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 // claim at once. Call Advance after it (Next says now).
 func (w *Worker) Notify(stream string) {
 	if st := w.streams[stream]; st != nil {
-		st.adoptAt = zeroStamp
-		st.changed()
+		st.adoptAt = time.Time{}
+		w.reschedule(st)
 		return
 	}
-	w.claimAt = zeroStamp
+	w.claimAt = time.Time{}
 }
 
 // Next returns the instant at which Advance has work: the earliest
@@ -371,29 +288,29 @@ func (w *Worker) Notify(stream string) {
 // call Advance once to start a new worker. Next is zero only when nothing
 // is timed: a draining worker that owns no stream.
 func (w *Worker) Next() time.Time {
-	// The earliest timer, raised to now if it is due already: each
-	// stream's earliest is cached (stream.dueAt), so this reads one
-	// instant per stream. The first earliest in this order is the one
-	// returned, as its exact time.Time value.
-	var next *stamp
-	if !w.draining && len(w.order) < w.cfg.MaxStreams {
-		next = &w.claimAt
-	}
-	if !w.draining && w.cfg.Retention > 0 && (next == nil || w.purgeAt.before(next)) {
-		next = &w.purgeAt
-	}
-	for _, st := range w.order {
-		if t := st.dueAt(w.draining); next == nil || t.before(next) {
-			next = t
+	var next time.Time
+	found := false
+	consider := func(t time.Time) {
+		if !found || t.Before(next) {
+			next, found = t, true
 		}
 	}
+	if !w.draining && len(w.order) < w.cfg.MaxStreams {
+		consider(w.claimAt)
+	}
+	if !w.draining && w.cfg.Retention > 0 {
+		consider(w.purgeAt)
+	}
+	for _, st := range w.order {
+		consider(st.due)
+	}
 	switch {
-	case next == nil:
+	case !found:
 		return time.Time{}
-	case next.before(&w.now):
-		return w.now.t // due already (a zero instant means at once)
+	case next.Before(w.now):
+		return w.now // due already (a zero instant means at once)
 	default:
-		return next.t
+		return next
 	}
 }
 
@@ -403,7 +320,15 @@ func (w *Worker) Next() time.Time {
 // still persisted; a batch that would start an attempt is saved without
 // that attempt (the store keeps the state from before it started), so a
 // stop costs no event an attempt. Call Stop when they are in.
-func (w *Worker) Drain() { w.draining = true }
+func (w *Worker) Drain() {
+	w.draining = true
+	for _, st := range w.order {
+		w.reschedule(st)
+	}
+}
+
+// reschedule sets st.due after a call acted on st.
+func (w *Worker) reschedule(st *stream) { st.due = st.earliest(w.draining) }
 
 // Stop releases every lease the worker holds and forgets every stream.
 // Replies that come later are dropped. A lease whose release fails is left
@@ -446,13 +371,13 @@ func (w *Worker) Owned() int { return len(w.order) }
 func (w *Worker) Owns(stream string) bool { return w.streams[stream] != nil }
 
 // claim asks the store for due streams, as many as there is room for.
-func (w *Worker) claim(ctx context.Context, now *stamp) {
-	w.claimAt = *w.nextPoll(now)
+func (w *Worker) claim(ctx context.Context, now time.Time) {
+	w.claimAt = w.nextPoll(now)
 	leases, err := w.cfg.Store.ClaimDue(ctx, w.cfg.Owner, w.cfg.LeaseTTL, w.cfg.MaxStreams-len(w.order))
 	if err != nil {
 		// A claim whose reply was lost may have granted leases this worker
 		// does not know of: they run out in one LeaseTTL, unused.
-		w.observe(&Event{Kind: StoreFailed, Op: "ClaimDue", Err: err})
+		w.observe(Event{Kind: StoreFailed, Op: "ClaimDue", Err: err})
 		return
 	}
 	for _, l := range leases {
@@ -462,23 +387,23 @@ func (w *Worker) claim(ctx context.Context, now *stamp) {
 
 // purge deletes settled records past the retention, a page at a time;
 // a full page means more are due, so it comes back at the next poll.
-func (w *Worker) purge(ctx context.Context, now *stamp) {
-	w.purgeAt = now.add(w.cfg.RetentionEvery)
+func (w *Worker) purge(ctx context.Context, now time.Time) {
+	w.purgeAt = now.Add(w.cfg.RetentionEvery)
 	n, err := w.cfg.Store.DeleteSettled(ctx, w.cfg.Retention, w.cfg.PageSize)
 	if err != nil {
-		w.observe(&Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
+		w.observe(Event{Kind: StoreFailed, Op: "DeleteSettled", Err: err})
 		return
 	}
 	if n == w.cfg.PageSize {
-		w.purgeAt = now.add(min(w.cfg.Poll, w.cfg.RetentionEvery))
+		w.purgeAt = now.Add(min(w.cfg.Poll, w.cfg.RetentionEvery))
 	}
 	if n > 0 {
-		w.observe(&Event{Kind: Purged, Count: n})
+		w.observe(Event{Kind: Purged, Count: n})
 	}
 }
 
 // adoptLease takes over a stream the store granted.
-func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
+func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	if old := w.streams[l.Stream]; old != nil {
 		// The store granted a stream this worker thought it still held:
 		// its clock ran slower than the margin allows. The old lease is
@@ -486,15 +411,15 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
 		w.lose(old, "the store granted the stream again under a new lease", nil)
 	}
 	st := &stream{lease: l}
-	w.observe(&Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
+	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
 	cfg, err := w.cfg.Policy(l.Stream)
 	if err == nil {
 		err = cfg.Validate()
 	}
 	if err != nil {
-		w.observe(&Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
+		w.observe(Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
 		if err := w.cfg.Store.Release(ctx, l); err != nil {
-			w.observe(&Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
+			w.observe(Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
 		}
 		return
 	}
@@ -504,6 +429,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now *stamp) {
 	i, _ := slices.BinarySearchFunc(w.order, l.Stream, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })
 	w.order = slices.Insert(w.order, i, st)
 	w.rebuild(ctx, st, now)
+	w.reschedule(st)
 }
 
 // forget removes a stream from the worker.
@@ -517,7 +443,7 @@ func (w *Worker) forget(st *stream) {
 // and acts on the stream no more; replies for it will be dropped.
 // err is the store's refusal, if it gave one.
 func (w *Worker) lose(st *stream, why string, err error) {
-	w.observe(&Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why, Err: err})
+	w.observe(Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why, Err: err})
 	w.forget(st)
 }
 
@@ -529,9 +455,9 @@ func (w *Worker) release(ctx context.Context, st *stream, why string) {
 		w.lose(st, "release refused: "+err.Error(), err) // it was lost already
 		return
 	case err != nil:
-		w.observe(&Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})
+		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Release", Err: err})
 	default:
-		w.observe(&Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
+		w.observe(Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why})
 	}
 	w.forget(st)
 }

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/worker"
+	"github.com/courierlab/courier/worker/observe"
 )
 
 // recorder writes the observation log invariants.Check judges: what the
@@ -89,7 +89,7 @@ func (r *recorder) add(e invariants.Entry) {
 }
 
 // observer records what a worker sent and heard, its probes, circuit and
-// adoptions (internal/observe, the mapping every recorder shares). Its
+// adoptions (worker/observe, the mapping every recorder shares). Its
 // persists are logged by recordingStore, in the store's order, and
 // stamped here: a Persisted event carries the worker's clock reading for
 // the step that made the batch.
@@ -101,7 +101,7 @@ func (r *recorder) observer(owner string) worker.Observer {
 			r.releaseLocked(ev.At)
 			return
 		}
-		for _, e := range observe.Worker(nil, owner, &ev) {
+		for _, e := range observe.Worker(nil, owner, ev) {
 			r.addLocked(e)
 		}
 	})

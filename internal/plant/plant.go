@@ -51,8 +51,8 @@ const (
 	DrainOutOfOrder Bug = "drain-out-of-order"
 	// SendWhileOpen: the circuit opens but dispatch ignores it (machine).
 	SendWhileOpen Bug = "send-while-open"
-	// RecoveryForgetsInFlight: Recover drops the events that had an
-	// attempt out when the sender died (recovery path).
+	// RecoveryForgetsInFlight: the runtime's loader drops the events that
+	// had an attempt out when the sender died (worker, recovery path).
 	RecoveryForgetsInFlight Bug = "recovery-forgets-in-flight"
 	// ReceiverNoDedup: the receiver applies every delivery, duplicates
 	// included (fake receiver).
@@ -63,7 +63,8 @@ const (
 	// SkipFencing: the shared store accepts a write from a stale lease
 	// (memstore), so a zombie owner's writes and new sends go through.
 	SkipFencing Bug = "skip-fencing"
-	// ExpireEarly: an event's deadline is half its MaxAge (machine).
+	// ExpireEarly: the runtime hands the machine half the stream's MaxAge,
+	// so an event's deadline comes early (worker).
 	ExpireEarly Bug = "expire-early"
 	// ExhaustEarly: an event is given up one attempt before MaxAttempts
 	// (machine).

@@ -6,7 +6,6 @@ package memstore_test
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -173,18 +172,6 @@ func TestRecordsAndStreams(t *testing.T) {
 	if diff := cmp.Diff([]machine.Record(nil), s.Records("nope"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Records of an unknown stream (-want +got):\n%s", diff)
 	}
-	// AppendRecords is Records appended to what dst holds, which it leaves
-	// as it is; an unknown stream appends nothing.
-	dst := s.AppendRecords(nil, "a")
-	head := slices.Clone(dst)
-	dst = s.AppendRecords(dst, "nope")
-	dst = s.AppendRecords(dst, "z")
-	if diff := cmp.Diff(append(head, want...), dst); diff != "" {
-		t.Errorf("AppendRecords of a, nope and z (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(s.Records("a"), head); diff != "" {
-		t.Errorf("AppendRecords(nil, a) is not Records(a) (-want +got):\n%s", diff)
-	}
 }
 
 // TestStates: StateCounts and State agree with Records and Get, for
@@ -226,9 +213,9 @@ func TestStates(t *testing.T) {
 	}
 }
 
-// TestCopiesAreTheCallers: Records and Pending copy a page's payloads
-// into one buffer; each copy is still the caller's alone, so writing into
-// one, or appending to it, changes neither its neighbours nor the store.
+// TestCopiesAreTheCallers: Records and Pending copy each payload; each
+// copy is the caller's alone, so writing into one, or appending to it,
+// changes neither its neighbours nor the store.
 // A nil payload stays nil and an empty one empty, as bytes.Clone leaves
 // them.
 func TestCopiesAreTheCallers(t *testing.T) {
@@ -263,41 +250,6 @@ func TestCopiesAreTheCallers(t *testing.T) {
 	for _, id := range []string{"e1", "e2"} {
 		if got := string(get(t, s, id).Payload); got != "p-"+id {
 			t.Errorf("stored payload of %s = %q, want %q", id, got, "p-"+id)
-		}
-	}
-}
-
-// TestPagesAreTheCallers: Pending cuts its answers from one chunk; each
-// is still the caller's alone, so appending to one changes no later
-// answer.
-func TestPagesAreTheCallers(t *testing.T) {
-	ctx := t.Context()
-	s, _ := newStore(t)
-	var ids []string
-	for i := range 40 {
-		ids = append(ids, fmt.Sprintf("e%d", i))
-		enqueue(t, s, "s", ids[i])
-	}
-	l := acquire(t, s, "s", "w")
-	var pages [][]machine.Record
-	var want [][]string
-	for after, limit := 0, 1; after < len(ids); after, limit = after+limit, limit%3+1 {
-		page, err := s.Pending(ctx, l, uint64(after), limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range pages {
-			_ = append(pages[i], machine.Record{ID: "clobbered"})
-		}
-		pages, want = append(pages, page), append(want, ids[after:min(after+limit, len(ids))])
-	}
-	for i, p := range pages {
-		var got []string
-		for _, r := range p {
-			got = append(got, r.ID)
-		}
-		if diff := cmp.Diff(want[i], got); diff != "" {
-			t.Errorf("page %d after appending to every page (-want +got):\n%s", i, diff)
 		}
 	}
 }

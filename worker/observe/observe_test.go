@@ -11,10 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/courierlab/courier/channel"
-	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/worker"
+	"github.com/courierlab/courier/worker/observe"
 )
 
 func TestWorker(t *testing.T) {
@@ -63,7 +63,7 @@ func TestWorker(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.ev.At = at
-			got := observe.Worker(nil, "w", &tt.ev)
+			got := observe.Worker(nil, "w", tt.ev)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("entries (-want +got):\n%s", diff)
 			}
