@@ -127,10 +127,16 @@ type Receipt struct {
 	Duplicate bool
 }
 
+// ErrRefused is wrapped by Publish's error when the Channel refused the
+// event as one it could never carry (an ID that cannot be a webhook-id,
+// say): nothing was stored, and publishing it again will not help.
+var ErrRefused = errors.New("refused")
+
 // Publish stores an event durably at the end of stream and returns once
-// it is. If the Channel is a channel.Checker, an event it could never carry
-// is refused first with its error, and nothing is stored. A nil error means the event will be delivered or kept as a dead
-// letter, whatever crashes later. Publishing an ID again is idempotent.
+// it is. If the Channel is a channel.Checker, an event it could never
+// carry is refused first, with an error wrapping ErrRefused and the
+// channel's, and nothing is stored. A nil error means the event will be
+// delivered or kept as a dead letter, whatever crashes later. Publishing an ID again is idempotent.
 // On an error the event may or may not have been stored; publish it again
 // with the same ID. If this Service owns the stream, its worker adopts the
 // event at once; otherwise the owner finds it at its next poll.
@@ -138,7 +144,7 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 	ctx, span := s.tel.startPublish(ctx, stream, id)
 	if c, ok := s.cfg.Channel.(channel.Checker); ok {
 		if err := c.Check(stream, id, payload); err != nil {
-			err = fmt.Errorf("courier: publish %q on stream %q refused: %w", id, stream, err)
+			err = fmt.Errorf("courier: publish %q on stream %q %w: %w", id, stream, ErrRefused, err)
 			s.tel.endPublish(ctx, span, stream, publishRefused, 0, err)
 			return Receipt{}, err
 		}

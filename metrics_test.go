@@ -119,8 +119,8 @@ func TestMetricsAndSpansOfARealRun(t *testing.T) {
 	if r, err := svc.Publish(ctx, "a", "a-0", []byte(`{}`)); err != nil || !r.Duplicate {
 		t.Fatalf("republishing a-0 = %+v, %v; want a duplicate", r, err)
 	}
-	if _, err := svc.Publish(ctx, "c", "c-refused", []byte("refuse")); err == nil {
-		t.Fatal("the channel's Check did not refuse")
+	if _, err := svc.Publish(ctx, "c", "c-refused", []byte("refuse")); !errors.Is(err, courier.ErrRefused) {
+		t.Fatalf("the channel's Check refusal: %v, want an error wrapping courier.ErrRefused", err)
 	}
 	waitDelivered(t, st, ids)
 	cancel()

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/courierlab/courier"
-	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 )
@@ -29,7 +28,6 @@ import (
 type api struct {
 	cfg     *Config
 	svc     *courier.Service
-	check   channel.Checker
 	st      store.Store
 	pauses  *pauses
 	log     *slog.Logger
@@ -315,14 +313,12 @@ func (a *api) publish(w http.ResponseWriter, r *http.Request) {
 			len(req.Payload), stream, sc.Policy().MaxPayloadBytes)
 		return
 	}
-	// Refused here, the producer learns at once what the channel could
-	// never carry (an ID that cannot be a webhook-id, say); nothing is stored.
-	if err := a.check.Check(stream, req.ID, req.Payload); err != nil {
-		writeErr(w, http.StatusUnprocessableEntity, "refused: %v", err)
-		return
-	}
 	rc, err := a.svc.Publish(r.Context(), stream, req.ID, req.Payload)
 	switch {
+	case errors.Is(err, courier.ErrRefused):
+		// The producer learns at once what the channel could never
+		// carry (an ID that cannot be a webhook-id, say); nothing is stored.
+		writeErr(w, http.StatusUnprocessableEntity, "%v", err)
 	case err == nil && !rc.Duplicate:
 		writeJSON(w, http.StatusCreated, publishResponse{Stream: stream, ID: req.ID, Seq: rc.Seq})
 	case err == nil || errors.Is(err, store.ErrBadArgument):

@@ -245,7 +245,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		return fmt.Errorf("listen: %w", err)
 	}
 	var stopping atomic.Bool
-	a := &api{cfg: c, svc: svc, check: rt, st: st, pauses: be.pauses, log: log,
+	a := &api{cfg: c, svc: svc, st: st, pauses: be.pauses, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}
 	handler, err := instrumentAPI(a.handler(), mp, tp)
 	if err != nil {
