@@ -1,8 +1,10 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,6 +135,9 @@ func resultsText(planted func() (string, error)) (string, error) {
 	}
 	p("\n\n")
 
+	if err := writeLongSweeps(&b, longSweeps); err != nil {
+		return "", err
+	}
 	if err := writeSweepSections(&b, planted); err != nil {
 		return "", err
 	}
@@ -224,5 +229,80 @@ func writeSweepSections(b *strings.Builder, planted func() (string, error)) erro
 		return err
 	}
 	b.WriteString(text)
+	return nil
+}
+
+// longSweeps is the record of long sweeps that .ci/longsweep appends to:
+// they take minutes, so RESULTS.md reports them from the record, with the
+// commit each ran on, rather than running them.
+//
+//go:embed longsweeps.txt
+var longSweeps string
+
+// longSweep is one line of longsweeps.txt.
+type longSweep struct {
+	date, commit               string
+	from                       uint64
+	seeds, violations, failing int
+	events                     int64
+	seconds                    float64
+}
+
+// parseLongSweeps reads the record; a malformed line is an error naming it.
+func parseLongSweeps(text string) ([]longSweep, error) {
+	var out []longSweep
+	for i, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		bad := func() error {
+			return fmt.Errorf("longsweeps.txt line %d: %q: want date commit from seeds events violations failing seconds", i+1, line)
+		}
+		if len(f) != 8 {
+			return nil, bad()
+		}
+		var s longSweep
+		var errs [6]error
+		s.date, s.commit = f[0], f[1]
+		s.from, errs[0] = strconv.ParseUint(f[2], 10, 64)
+		s.seeds, errs[1] = strconv.Atoi(f[3])
+		s.events, errs[2] = strconv.ParseInt(f[4], 10, 64)
+		s.violations, errs[3] = strconv.Atoi(f[5])
+		s.failing, errs[4] = strconv.Atoi(f[6])
+		s.seconds, errs[5] = strconv.ParseFloat(f[7], 64)
+		for _, err := range errs {
+			if err != nil {
+				return nil, bad()
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// writeLongSweeps states the largest sweep on record, then every one.
+func writeLongSweeps(b *strings.Builder, record string) error {
+	sweeps, err := parseLongSweeps(record)
+	if err != nil || len(sweeps) == 0 {
+		return err
+	}
+	largest := sweeps[0]
+	for _, s := range sweeps[1:] {
+		if s.seeds >= largest.seeds {
+			largest = s // the latest of the largest
+		}
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("## Long sweeps\n\n")
+	p("A rule that held for 10,000 seeds once failed in 16 of 1,000,000, so every change to the worker, the simulator or the checker is swept over at least 1,000,000 seeds from a range never run before (`make longsweep`, which records the sweep in `cmd/simrun/longsweeps.txt`). ")
+	p("The largest on record: **%d seeds from %d, %d events, %d violations**, on commit %s (%s).\n\n",
+		largest.seeds, largest.from, largest.events, largest.violations, largest.commit, largest.date)
+	p("| date | commit | seeds | from | events | violations | failing seeds | seconds |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range sweeps {
+		p("| %s | %s | %d | %d | %d | %d | %d | %.0f |\n", s.date, s.commit, s.seeds, s.from, s.events, s.violations, s.failing, s.seconds)
+	}
+	p("\n")
 	return nil
 }
