@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -29,10 +28,7 @@ type obsLog struct {
 // simulator's per-event state.
 type buffers struct {
 	sim        sim // newSim overwrites it whole
-	sources    [nStreams]rand.PCG
-	rands      [nStreams]*rand.Rand // drawing from sources (streams)
 	log        obsLog
-	q          queue  // its slices only
 	acked      []bool // by event index
 	recv       []recvEvent
 	lastFlight []*flight // by event index
@@ -143,9 +139,6 @@ func (b *buffers) release(s *sim) {
 	l := &b.log
 	clear(l.entries) // drop what the entries point to: payloads, strings
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
-	clear(s.q.payloads) // what is left when a run stops at its time limit
-	clear(s.q.wakes)
-	b.q = s.q.emptied()
 	clear(b.lastFlight) // pointers to flights, which are reset below
 	clear(b.final)      // pointers to the result's records
 	// A line longer than the room left grows the encoding's buffer past

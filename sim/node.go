@@ -47,10 +47,10 @@ type node struct {
 	down bool
 
 	// wake names the scheduled call of Advance; older ones are stale.
-	// wakeAt is its instant on the virtual clock, as an offset from Epoch
-	// as the queue keys it, if waking: a wake is pending.
+	// wakeAt is its instant on the virtual clock, if waking: a wake is
+	// pending.
 	wake   int
-	wakeAt time.Duration
+	wakeAt time.Time
 	waking bool
 
 	frozenUntil time.Time // a stalled node does nothing before this
@@ -78,24 +78,8 @@ func (n *node) owner() string {
 	return n.ownerName
 }
 
-// clock is node n's reading of the virtual clock, skew included. Most
-// nodes have none, and Time.Add is not free: a skewed reading is built
-// from its offset from Epoch as epochAdd builds now, the same value as
-// now.Add(skew) (TestClockIsNowAdd), unless the offset overflows.
-func (s *sim) clock(n *node) time.Time {
-	if n.skew == 0 {
-		return s.now // inlined, as most of the calls come here
-	}
-	return s.skewed(n)
-}
-
-// skewed is clock for a node with a skew.
-func (s *sim) skewed(n *node) time.Time {
-	if d := s.elapsed + n.skew; (d > s.elapsed) == (n.skew > 0) {
-		return epochAdd(d)
-	}
-	return s.now.Add(n.skew)
-}
+// clock is node n's reading of the virtual clock, skew included.
+func (s *sim) clock(n *node) time.Time { return s.now.Add(n.skew) }
 
 // workers is the cluster a world runs: World.Cluster, or the single
 // sender as a cluster of one.
@@ -237,14 +221,12 @@ func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
 		return Pause{}, false
 	}
 	for i, p := range *faults {
-		// As offsets from Epoch: now.Before(Epoch.Add(p.At)), and
-		// now.Add(p.For).Sub(Epoch) (after), without Time's arithmetic.
-		if s.elapsed < p.At {
+		if s.now.Before(Epoch.Add(p.At)) {
 			break
 		}
 		if p.Worker == Owner || s.nodes[p.Worker] == n {
 			*faults = slices.Delete(*faults, i, i+1)
-			return p, s.after(p.For) <= s.w.FaultsEnd
+			return p, s.now.Add(p.For).Sub(Epoch) <= s.w.FaultsEnd
 		}
 	}
 	return Pause{}, false
@@ -265,8 +247,9 @@ func (s *sim) freeze(n *node, d time.Duration, fn func()) {
 }
 
 // reschedule sets n's next Advance at its worker's Next, unless one is set
-// as early already. Advances are background chores: a run whose store is
-// settled does not wait for them.
+// as early already. Advances are chores: a run whose store is settled
+// does not wait for them. A wake superseded (by an earlier one, or a
+// crash) stays in the queue and does nothing when it comes (woken).
 func (s *sim) reschedule(n *node) {
 	if n.w == nil || n.down {
 		return
@@ -275,46 +258,27 @@ func (s *sim) reschedule(n *node) {
 	if next.IsZero() {
 		return
 	}
-	// Judged as offsets from Epoch, the queue's keys: integers, where
-	// Time.Before compares seconds and nanoseconds apart. The order is
-	// the same for every instant within 292 years of Epoch, beyond which
-	// the queue cannot key two instants apart anyway. The skew comes off
-	// the offset, as Time.Add(-skew) would take it off the instant, but
-	// without Add's call and overflow check: a run's instants are
-	// centuries from overflowing.
-	at := sinceEpoch(next) - n.skew
-	if at < s.elapsed {
-		at = s.elapsed
+	at := next.Add(-n.skew)
+	if at.Before(s.now) {
+		at = s.now
 	}
-	if n.waking && at >= n.wakeAt {
+	if n.waking && !at.Before(n.wakeAt) {
 		return
 	}
 	n.wake++
 	n.wakeAt, n.waking = at, true
-	s.q.scheduleWake(at, n, n.inc, n.wake)
+	inc, token := n.inc, n.wake
+	s.q.scheduleChore(at, func() { s.woken(n, inc, token) })
 }
 
 // happen makes h happen: a node's happening only if the node is still the
 // incarnation it was scheduled for.
 func (s *sim) happen(h *happening) {
-	switch h.what {
-	case doFunc:
-		h.do()
-	case doWake:
-		s.woken(h.n, int(h.inc), int(h.wake))
-	case doArrive:
-		s.arrive(h.f)
-	case doForNode, doAnswer, doProbeAnswer:
+	if h.n != nil {
 		s.forNode(h)
-	case doOffer:
-		s.offer(int(h.event), int(h.copy))
-	case doAckTimeout:
-		s.ackTimeout(int(h.event), int(h.copy))
-	case doNothing:
-		// A superseded wake: woken would find its number stale.
-	default:
-		panic(fmt.Sprintf("sim: seed %d: a happening of unknown kind %d", s.seed, h.what))
+		return
 	}
+	h.do()
 }
 
 // woken is n's scheduled Advance coming, as its wake number token of
@@ -440,30 +404,24 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 // later schedules fn for node n at the instant at. When it comes, a node
 // that crashed since does nothing, and a stalled one does it when it wakes.
 func (s *sim) later(n *node, at time.Time, fn func()) {
-	s.q.scheduleFor(at, n, n.inc, fn)
+	s.q.push(&happening{at: at, do: fn, n: n, inc: n.inc})
 }
 
-// forNode makes h, scheduled for incarnation h.inc of node h.n (by later,
-// or a flight's or probe's answer), happen.
+// forNode makes h, scheduled for incarnation h.inc of node h.n (by later),
+// happen.
 func (s *sim) forNode(h *happening) {
 	n := h.n
 	switch {
-	case int(h.inc) != n.inc || n.down:
+	case h.inc != n.inc || n.down:
 		return
 	case n.stalled:
 		// Queued behind the stall: the interrupted call, scheduled at
 		// frozenUntil first, must finish before anything else.
-		s.q.postpone(n.frozenUntil, *h)
+		h.at = n.frozenUntil
+		s.q.push(h)
 		return
 	}
-	switch h.what {
-	case doAnswer:
-		s.answer(h.f, h.answer)
-	case doProbeAnswer:
-		s.probeAnswer(h.probe)
-	default:
-		h.do()
-	}
+	h.do()
 }
 
 // crash kills node n: its worker and its memory are gone, its lease left
@@ -484,7 +442,6 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	n.inc++
 	n.wake++
 	n.waking = false
-	s.q.supersede(n.idx) // its pending wake, now stale
 	n.frozenUntil, n.stalled = time.Time{}, false
 	s.q.schedule(s.now.Add(down), func() {
 		n.down = false
@@ -595,7 +552,7 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 		s.lastSettle = s.now
 	}
 	if s.w.MaxDuration == 0 {
-		s.end = max(s.end, sinceEpoch(r.AcceptedAt)+s.settleWithin())
+		s.end = max(s.end, r.AcceptedAt.Sub(Epoch)+s.settleWithin())
 	}
 }
 

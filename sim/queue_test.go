@@ -3,7 +3,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -61,7 +60,7 @@ func TestQueueOrder(t *testing.T) {
 				q.schedule(Epoch.Add(it.at), func() { got = append(got, it.name) })
 			}
 			for q.Len() > 0 {
-				q.next().do()
+				q.pop().do()
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("%s\nrun order (-want +got):\n%s", tt.reason, diff)
@@ -84,7 +83,7 @@ func TestQueueScheduleWhileRunning(t *testing.T) {
 	q.schedule(at, func() { got = append(got, "second") })
 	q.schedule(at.Add(time.Nanosecond), func() { got = append(got, "later") })
 	for q.Len() > 0 {
-		q.next().do()
+		q.pop().do()
 	}
 	want := []string{"first", "second", "scheduled by first", "later"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -164,95 +163,6 @@ func TestBetweenAndChance(t *testing.T) {
 	}
 }
 
-// TestSinceEpochIsSub holds the fast path of sinceEpoch to time.Sub, for
-// instants near Epoch and far from it, the zero instant included.
-func TestSinceEpochIsSub(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	cases := []time.Time{{}, Epoch, Epoch.Add(-1), Epoch.Add(math.MaxInt64), Epoch.Add(math.MinInt64),
-		time.Unix(math.MaxInt64/2, 0), time.Unix(math.MinInt64/2, 999_999_999)}
-	for range 100_000 {
-		d := time.Duration(r.Int64())
-		if r.IntN(2) == 0 {
-			d %= 48 * time.Hour
-		}
-		cases = append(cases, Epoch.Add(d), Epoch.Add(d).Add(time.Duration(r.Int64N(1e9))*time.Second))
-	}
-	for _, at := range cases {
-		if got, want := sinceEpoch(at), at.Sub(Epoch); got != want {
-			t.Fatalf("sinceEpoch(%v) = %d, want %d", at, got, want)
-		}
-	}
-}
-
-// TestEpochAdd holds epochAdd to Epoch.Add, compared as values (==: the
-// same wall and monotonic fields and the same location, not just the same
-// instant), for offsets near Epoch, at the extremes of a Duration, on
-// either side of a second's boundary, and at random.
-func TestEpochAdd(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	cases := []time.Duration{0, 1, -1, time.Second - 1, time.Second, time.Second + 1, -time.Second - 1, -time.Second,
-		-time.Second + 1, math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1,
-		math.MaxInt64 / time.Second * time.Second, math.MinInt64 / time.Second * time.Second}
-	for range 200_000 {
-		d := time.Duration(r.Int64())
-		switch r.IntN(4) {
-		case 0:
-			d %= 48 * time.Hour
-		case 1:
-			d = d / time.Second * time.Second // a whole second
-		case 2:
-			d = -d
-		}
-		cases = append(cases, d)
-	}
-	for _, d := range cases {
-		if got, want := epochAdd(d), Epoch.Add(d); got != want {
-			t.Fatalf("epochAdd(%d) = %#v, want %#v", d, got, want)
-		}
-	}
-	if h := (happening{key: int64(time.Hour + 1)}); h.at() != Epoch.Add(time.Hour+1) {
-		t.Errorf("happening.at = %v, want Epoch.Add(1h1ns)", h.at())
-	}
-}
-
-// durationPicker returns random durations for the tests that hold an
-// offset shortcut to time.Add: a quarter edges (none, one, a second, the
-// extremes where sums overflow), a quarter within two days from from, a
-// quarter just under the largest, a quarter anywhere.
-func durationPicker(r *rand.Rand, from time.Duration) func() time.Duration {
-	edges := []time.Duration{0, 1, -1, time.Second, -time.Second, 72 * time.Hour, math.MaxInt64, math.MinInt64,
-		math.MaxInt64 - 1, math.MinInt64 + 1, math.MaxInt64 / 2, math.MinInt64 / 2, -time.Hour}
-	return func() time.Duration {
-		switch r.IntN(4) {
-		case 0:
-			return edges[r.IntN(len(edges))]
-		case 1:
-			return from + time.Duration(r.Int64N(int64(48*time.Hour)))
-		case 2:
-			return math.MaxInt64 - time.Duration(r.Int64N(int64(time.Hour)))
-		}
-		return time.Duration(r.Uint64())
-	}
-}
-
-// TestAfterIsAddThenKey holds sim.after to what it replaces, the key of
-// now.Add(d), for now near Epoch and far from it and delays from none to
-// the extremes, where the sum overflows and the key saturates.
-func TestAfterIsAddThenKey(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	pick := durationPicker(r, 0)
-	for range 200_000 {
-		elapsed, d := pick(), pick()
-		if r.IntN(2) == 0 {
-			d = -d
-		}
-		s := &sim{now: Epoch.Add(elapsed), elapsed: elapsed}
-		if got, want := s.after(d), time.Duration(key(s.now.Add(d))); got != want {
-			t.Fatalf("after(%d) at %d = %d, want %d", d, elapsed, got, want)
-		}
-	}
-}
-
 // TestAppendQuoteIsStrconv holds appendQuote to strconv.AppendQuote for
 // the workload's IDs, every single byte, and random strings of bytes that
 // need quoting and bytes that do not, invalid UTF-8 included.
@@ -279,92 +189,6 @@ func TestAppendQuoteIsStrconv(t *testing.T) {
 		if want := strconv.AppendQuote(slices.Clone(prefix), id); string(got) != string(want) {
 			t.Fatalf("appendQuote(%q) = %s, want %s", id, got, want)
 		}
-	}
-}
-
-// TestQueueAgainstSort pushes and pops happenings at random and holds
-// every pop to the earliest pending one by (instant, scheduling order),
-// found by a plain scan. Some are pushed while the last one popped is
-// still in hand, as the simulator does, and must not disturb it. Half are
-// acknowledgement timeouts, which have a run of their own: mostly a fixed
-// delay after the last one popped, as the producer's are, which join it,
-// but some anywhere, which may not.
-func TestQueueAgainstSort(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	var q queue
-	type pend struct {
-		key  int64
-		seq  int
-		what what
-	}
-	var want []pend
-	seq := 0
-	var now int64 // the last popped
-	schedule := func(k int64) {
-		seq++
-		p := pend{k, seq, doOffer}
-		if r.IntN(2) == 0 {
-			p.what = doAckTimeout
-			if r.IntN(8) > 0 {
-				p.key = now + 30
-			}
-		}
-		q.scheduleOffer(time.Duration(p.key), p.what, seq, 0)
-		want = append(want, p)
-	}
-	for step := range 100_000 {
-		if len(want) == 0 || r.IntN(2) == 0 {
-			schedule(r.Int64N(50)) // few instants: many ties
-			continue
-		}
-		first := 0
-		for i, p := range want {
-			if p.key < want[first].key || p.key == want[first].key && p.seq < want[first].seq {
-				first = i
-			}
-		}
-		got := q.next()
-		popped := want[first]
-		want = slices.Delete(want, first, first+1)
-		now = popped.key
-		// What is scheduled while a happening is handled (before the next
-		// next) must not change it, though the slab may move. (Only while
-		// few are pending, so that the queue does not grow without end.)
-		for range r.IntN(3) * min(1, max(0, 50-len(want))) {
-			schedule(popped.key + r.Int64N(50))
-		}
-		if got.key != popped.key || int(got.event) != popped.seq || got.what != popped.what {
-			t.Fatalf("step %d: popped (%d, %d, %v), want (%d, %d, %v)", step, got.key, got.event, got.what, popped.key, popped.seq, popped.what)
-		}
-	}
-}
-
-// TestQueueRunsMeetTheHeap schedules what lands in each run and in the
-// heap, each run joined while empty and while not, and holds the pops to
-// the order of their instants: a run's first is weighed against the
-// others' whenever it changes.
-func TestQueueRunsMeetTheHeap(t *testing.T) {
-	var q queue
-	for _, x := range []struct {
-		at   int64
-		what what
-	}{
-		{20, doOffer},      // the first run, empty
-		{10, doOffer},      // the heap: earlier than the run's last
-		{5, doAckTimeout},  // the timeouts' run, empty
-		{25, doOffer},      // the first run, not empty
-		{7, doAckTimeout},  // the timeouts' run, not empty
-		{6, doAckTimeout},  // the heap: earlier than the timeouts' last
-		{30, doAckTimeout}, // the timeouts' run again
-	} {
-		q.scheduleOffer(time.Duration(x.at), x.what, int(x.at), 0)
-	}
-	var got []int64
-	for q.Len() > 0 {
-		got = append(got, q.next().key)
-	}
-	if want := []int64{5, 6, 7, 10, 20, 25, 30}; !slices.Equal(got, want) {
-		t.Errorf("popped %v, want %v", got, want)
 	}
 }
 
@@ -460,117 +284,43 @@ func TestStreamIndexIsStreamName(t *testing.T) {
 	}
 }
 
-// TestQueueWakesAgainstSort holds the queue with nodes' wakes, kept apart
-// from the heap, to the plain order: every happening ever scheduled, wakes
-// superseded by a later wake of their node or by a crash included, pops in
-// (instant, scheduling order), found by a scan, and Len counts them all.
-func TestQueueWakesAgainstSort(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
+// TestQueueAgainstSort pushes and pops happenings at random, some while
+// one is being handled, and holds every pop to the earliest pending one
+// by (instant, scheduling order), found by a plain scan.
+func TestQueueAgainstSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
 	var q queue
-	nodes := []*node{{idx: 0}, {idx: 1}, {idx: 2}}
 	type pend struct {
-		key      int64
-		seq      int
-		node     *node // a wake's; nil for an offer
-		wake, id int
+		at  time.Duration
+		seq int
 	}
 	var want []pend
-	// stale marks node n's wakes superseded: they pop doing nothing.
-	stale := func(n *node) {
-		for i := range want {
-			if want[i].node == n {
-				want[i].node, want[i].wake = nil, -1
-			}
-		}
+	seq, popped := 0, 0
+	schedule := func(at time.Duration) {
+		seq++
+		id := seq
+		want = append(want, pend{at, id})
+		q.schedule(Epoch.Add(at), func() { popped = id })
 	}
-	seq, wakes := 0, 0
-	var now int64
-	for step := range 200_000 {
-		k := now + r.Int64N(40) // few instants: many ties
-		switch op := r.IntN(8); {
-		case op < 2 && len(want) < 60:
-			seq++
-			q.scheduleOffer(time.Duration(k), doOffer, seq, 0)
-			want = append(want, pend{key: k, seq: seq, id: seq})
-			continue
-		case op < 4 && len(want) < 60:
-			seq++
-			wakes++
-			n := nodes[r.IntN(len(nodes))]
-			stale(n)
-			q.scheduleWake(time.Duration(k), n, 1, wakes)
-			want = append(want, pend{key: k, seq: seq, node: n, wake: wakes})
-			continue
-		case op == 4:
-			i := r.IntN(len(nodes))
-			stale(nodes[i])
-			q.supersede(i) // a crash: the wake stays pending, stale
-			continue
-		}
-		if q.Len() != len(want) {
-			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(want))
-		}
-		if len(want) == 0 {
+	var now time.Duration
+	for step := range 100_000 {
+		if len(want) == 0 || r.IntN(2) == 0 {
+			schedule(now + time.Duration(r.Int64N(50))) // few instants: many ties
 			continue
 		}
 		first := 0
 		for i, p := range want {
-			if p.key < want[first].key || p.key == want[first].key && p.seq < want[first].seq {
+			if p.at < want[first].at || p.at == want[first].at && p.seq < want[first].seq {
 				first = i
 			}
 		}
-		popped := want[first]
+		w := want[first]
 		want = slices.Delete(want, first, first+1)
-		got := q.next()
-		now = got.key
-		switch {
-		case got.key != popped.key:
-			t.Fatalf("step %d: popped instant %d, want %d", step, got.key, popped.key)
-		case popped.wake == -1 && (got.what != doNothing || !got.background):
-			t.Fatalf("step %d: popped %v, want a superseded wake", step, got.what)
-		case popped.wake == -1:
-		case popped.node == nil && (got.what != doOffer || int(got.event) != popped.id):
-			t.Fatalf("step %d: popped %v event %d, want offer %d", step, got.what, got.event, popped.id)
-		case popped.node != nil && (got.what != doWake || got.n != popped.node || int(got.wake) != popped.wake || !got.background):
-			t.Fatalf("step %d: popped %v wake %d, want wake %d of node %d", step, got.what, got.wake, popped.wake, popped.node.idx)
+		h := q.pop()
+		h.do()
+		if got := h.at.Sub(Epoch); got != w.at || popped != w.seq {
+			t.Fatalf("step %d: popped (%v, %d), want (%v, %d)", step, got, popped, w.at, w.seq)
 		}
-	}
-}
-
-// TestReusedStreamsAreStream holds the streams a run takes from its
-// buffers, reseeded after a past run drew from them, to the generators
-// stream makes anew: the same draws, stream by stream.
-func TestReusedStreamsAreStream(t *testing.T) {
-	var b buffers
-	for seed := range uint64(20) {
-		r := b.streams(seed)
-		for i, name := range streamNames {
-			if got, want := drawsFrom(r[i], 8), draws(seed, name, 8); !slices.Equal(got, want) {
-				t.Errorf("seed %d, stream %q: reused draws %v, want %v", seed, name, got, want)
-			}
-			drawsFrom(r[i], int(seed)) // a past run's draws, left behind
-		}
-	}
-}
-
-func drawsFrom(r *rand.Rand, n int) []uint64 {
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = r.Uint64()
-	}
-	return out
-}
-
-// TestClockIsNowAdd holds sim.clock to what it replaces, now.Add(skew),
-// for now near Epoch and far from it, and skews from none to overflowing.
-func TestClockIsNowAdd(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	pick := durationPicker(r, -24*time.Hour)
-	for range 200_000 {
-		elapsed, skew := pick(), pick()
-		s := &sim{now: epochAdd(elapsed), elapsed: elapsed}
-		if got, want := s.clock(&node{skew: skew}), s.now.Add(skew); got != want {
-			t.Fatalf("clock with skew %d at %d = %#v, want %#v", skew, elapsed, got, want)
-		}
+		now = w.at
 	}
 }

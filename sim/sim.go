@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -182,15 +181,14 @@ func newSim(w World, seed uint64, opt Options) *sim {
 	// send, apply, reply, persist the outcome; faults, parking and lease
 	// renewals add some): a long run then seldom grows its log.
 	b := getBuffers(max(w.Streams, 1), w.Events, 10*w.Events+64)
-	r := b.streams(seed)
 	s := &b.sim
 	*s = sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
 		cfg:       workers(w),
-		rProducer: r[streamProducer],
-		rChannel:  r[streamChannel],
-		rRestart:  r[streamRestart],
-		rLease:    r[streamLease],
+		rProducer: stream(seed, "producer"),
+		rChannel:  stream(seed, "channel"),
+		rRestart:  stream(seed, "restart"),
+		rLease:    stream(seed, "lease"),
 		settledAt: -1,
 		statesAt:  -1,
 		buf:       b,
@@ -209,22 +207,6 @@ func (s *sim) settleWithin() time.Duration {
 	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute
 }
 
-// after is the instant d from now, as an offset from Epoch: what
-// key(s.now.Add(d)) is, as now is Epoch plus elapsed, without the Time.Add
-// and the Time.Sub. An instant beyond a Duration's range from Epoch is
-// keyed as the largest or smallest Duration (sinceEpoch saturates, as
-// Time.Sub does), and so is the sum here (TestAfterIsAddThenKey).
-func (s *sim) after(d time.Duration) time.Duration {
-	at := s.elapsed + d
-	if (at > s.elapsed) != (d > 0) { // overflowed
-		if d > 0 {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return at
-}
-
 func (s *sim) faulty() bool { return s.elapsed < s.w.FaultsEnd }
 
 // initStreams names the streams, spreads the workload over them (event i
@@ -241,7 +223,6 @@ func (s *sim) initStreams() {
 	s.ids = s.buf.eventIDs(w.Events)
 	s.recv = &s.buf.receiver
 	s.recv.reset(w.Receiver, s.ids, n, s.buf.recv)
-	s.q = s.buf.q
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
 		s.streams[i] = StreamName(i, n)
@@ -363,10 +344,10 @@ func (s *sim) simulate() error {
 	for i := range w.Events {
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
-		s.q.scheduleOffer(at, doOffer, i, 1)
+		s.q.schedule(Epoch.Add(at), func() { s.offer(i, 1) })
 		if w.Producer.SendTwice {
 			again := at + between(s.rProducer, 0, w.Producer.TwiceDelay)
-			s.q.scheduleOffer(again, doOffer, i, 2)
+			s.q.schedule(Epoch.Add(again), func() { s.offer(i, 2) })
 		}
 	}
 	// Restarts: fixed, then drawn.
@@ -390,22 +371,16 @@ func (s *sim) simulate() error {
 		if s.q.foreground == 0 && s.settled() {
 			break // only chores left, and nothing for them to do
 		}
-		h := s.q.next()
-		// Instants are compared as the offsets from Epoch they are kept
-		// as; now moves only when the instant does (many happenings share
-		// one), as Time.Add is not free.
-		at := time.Duration(h.key)
-		if at > s.end {
-			s.now, s.elapsed = epochAdd(s.end), s.end
+		h := s.q.pop()
+		if h.at.Sub(Epoch) > s.end {
+			s.now, s.elapsed = Epoch.Add(s.end), s.end
 			s.note(nil, opStop, dur(s.end), num(s.q.Len()+1))
 			break
 		}
-		if at < s.elapsed {
-			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, at, s.elapsed))
+		if h.at.Before(s.now) {
+			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, h.at.Sub(Epoch), s.elapsed))
 		}
-		if at != s.elapsed {
-			s.now, s.elapsed = h.at(), at
-		}
+		s.now, s.elapsed = h.at, h.at.Sub(Epoch)
 		s.happen(h)
 	}
 	s.slab = s.log.cut(s.runs)
@@ -469,7 +444,7 @@ func (s *sim) offer(i, copy int) {
 	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
 	s.enqueue(i, payload)
 	// The producer keeps the event until it is acknowledged.
-	s.q.scheduleOffer(s.after(s.w.Producer.AckTimeout), doAckTimeout, i, copy)
+	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() { s.ackTimeout(i, copy) })
 }
 
 // appendQuote is strconv.AppendQuote(b, id), the same bytes: an ID of
@@ -519,19 +494,19 @@ func (s *sim) send(n *node, x worker.Send) {
 	s.sends[f.event]++ // the event's Sent entries (result)
 	s.track(f)
 	attempt := x.Attempt.Attempt
-	s.q.scheduleAnswer(s.after(c.ClientTimeout), f, answerTimeout)
+	s.later(n, s.now.Add(c.ClientTimeout), func() { s.answer(f, answerTimeout) })
 	switch {
 	case s.inWindows(c.Outages):
 		s.note(nil, opOutage, str(x.ID), num(attempt))
 		s.coverSend(x, FaultOutage)
 		f.outcome, f.why = machine.OutcomeFailed, "connection refused"
-		s.q.scheduleAnswer(s.after(c.LatencyMin), f, answerChannel)
+		s.later(n, s.now.Add(c.LatencyMin), func() { s.answer(f, answerChannel) })
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.note(nil, opFlap, str(x.ID), num(attempt))
 		s.coverSend(x, FaultFlap)
 		f.outcome, f.why = machine.OutcomeFailed, "502 from the flapping link"
-		s.q.scheduleAnswer(s.after(s.latency()), f, answerChannel)
+		s.later(n, s.now.Add(s.latency()), func() { s.answer(f, answerChannel) })
 		return
 	}
 	arrive := s.latency()
@@ -542,7 +517,7 @@ func (s *sim) send(n *node, x worker.Send) {
 	}
 	f.lose = s.faulty() && chance(s.rChannel, c.LostAckRate)
 	f.back = s.latency()
-	s.q.scheduleArrival(s.after(arrive), f)
+	s.q.schedule(s.now.Add(arrive), func() { s.arrive(f) })
 }
 
 // flight is one attempt on the fake channel, from its send until the
@@ -632,7 +607,7 @@ func (s *sim) arrive(f *flight) {
 	if v == rejectedPoison || v == rejectedStubborn {
 		f.retryAfter = s.w.Receiver.RetryAfter
 	}
-	s.q.scheduleAnswer(s.after(f.back), f, answerChannel)
+	s.later(f.n, s.now.Add(f.back), func() { s.answer(f, answerChannel) })
 }
 
 // answer hands f's sender one of its outcomes, unless it has one already.
@@ -683,7 +658,7 @@ func (s *sim) probe(n *node, p worker.Probe) {
 	}
 	pr := s.buf.probes.new()
 	*pr = probing{n: n, p: p, healthy: healthy}
-	s.q.scheduleProbeAnswer(s.after(delay), pr)
+	s.later(n, s.now.Add(delay), func() { s.probeAnswer(pr) })
 }
 
 // probing is one probe on the fake channel, until its answer comes.

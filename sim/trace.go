@@ -146,7 +146,7 @@ func str(s string) arg             { return arg{k: kStr, s: s} }
 func num(n int) arg                { return arg{k: kInt, n: uint64(int64(n))} }
 func unum(n uint64) arg            { return arg{k: kUint, n: n} }
 func dur(d time.Duration) arg      { return arg{k: kDur, n: uint64(int64(d))} }
-func instant(t time.Time) arg      { return arg{k: kInstant, n: uint64(int64(sinceEpoch(t)))} }
+func instant(t time.Time) arg      { return arg{k: kInstant, n: uint64(int64(t.Sub(Epoch)))} }
 func record(r *machine.Record) arg { return arg{k: kRecord, rec: r} }
 func input(in machine.Input) arg   { return arg{k: kInput, in: in} }
 
@@ -166,7 +166,6 @@ func (a arg) value() any {
 	case kDur:
 		return time.Duration(int64(a.n))
 	case kInstant:
-		// sinceEpoch is t.Sub(Epoch) exactly, and Epoch.Add undoes it.
 		return machine.FormatInstant(Epoch.Add(time.Duration(int64(a.n))), Epoch)
 	case kRecord:
 		return a.rec.Format(Epoch)
@@ -302,7 +301,7 @@ func (s *sim) noteResult(n *node, in *machine.Result) {
 	}
 	b := s.lineHead(opIn, nodeName(n))
 	b = appendResultBody(append(b, byte(kInput)), in)
-	at, ok := int64(sinceEpoch(in.At)), false
+	at, ok := int64(in.At.Sub(Epoch)), false
 	if b, ok = s.at.put(b, at); !ok {
 		b = appendVarint(b, at)
 	}
@@ -416,7 +415,7 @@ func appendVarint(b []byte, x int64) []byte {
 }
 
 func appendInstant(b []byte, t time.Time) []byte {
-	return appendVarint(b, int64(sinceEpoch(t)))
+	return appendVarint(b, int64(t.Sub(Epoch)))
 }
 
 // appendArg encodes one argument: its kind, then its value. A record is
