@@ -35,7 +35,6 @@ type buffers struct {
 	flights    arena[flight]
 	probes     arena[probing]
 	ids        []string // EventID(i) at i, kept across runs (eventIDs)
-	enc        []byte   // the trace's encoding not yet hashed (sim.enc)
 	receiver   receiver // the fake receiver, its slices kept (receiver.reset)
 	nodes      []node   // the run's nodes, which sim.nodes points to
 	nodeRefs   []*node  // sim.nodes
@@ -95,9 +94,6 @@ func getBuffers(streams, events, entries int) *buffers {
 	b.recv = zeroed(b.recv, events)
 	b.sends = zeroed(b.sends, events)
 	b.final = zeroed(b.final, events)
-	if cap(b.enc) < traceFlushBytes+256 {
-		b.enc = make([]byte, 0, traceFlushBytes+256)
-	}
 	l := &b.log
 	l.counts = append(l.counts[:0], make([]int, streams)...)
 	if l.entries == nil { // handed to the last run (cut): a recycled one will do
@@ -141,12 +137,7 @@ func (b *buffers) release(s *sim) {
 	l.entries, l.streams = l.entries[:0], l.streams[:0]
 	clear(b.lastFlight) // pointers to flights, which are reset below
 	clear(b.final)      // pointers to the result's records
-	// A line longer than the room left grows the encoding's buffer past
-	// its usual size: a later run starts from the usual size again.
-	if b.enc = s.enc[:0]; cap(b.enc) > 2*(traceFlushBytes+256) {
-		b.enc = nil
-	}
-	clear(b.nodes) // the nodes' workers, stores and names
+	clear(b.nodes)      // the nodes' workers, stores and names
 	clear(b.nodeRefs)
 	// Whatever else the run points to (its nodes, its world, what its
 	// store holds) is not kept alive in the pool.

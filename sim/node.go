@@ -461,7 +461,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 			s.persisted(n, &ev.Records[i])
 		}
 	case worker.Sent:
-		s.line(n, opSend).str(ev.ID).num(ev.Attempt).unum(ev.Seq).done()
+		s.note(n, opSend, str(ev.ID), num(ev.Attempt), unum(ev.Seq))
 		return
 	case worker.Probed:
 		probe, _ := strconv.ParseUint(ev.Detail, 10, 64)
@@ -547,7 +547,7 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 	if n == nil {
 		o = opStorePersist
 	}
-	s.noteRecord(n, o, r)
+	s.note(n, o, record(r))
 	if r.State.Terminal() {
 		s.lastSettle = s.now
 	}
@@ -633,8 +633,8 @@ func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, l
 func (s *sim) enqueue(i int, payload []byte) {
 	id, stream := s.ids[i], s.streams[i%len(s.streams)]
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
-	s.scratchRecord = stored.Machine() // see scratchResult
-	rec := &s.scratchRecord
+	r := stored.Machine()
+	rec := &r
 	if err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
@@ -648,9 +648,9 @@ func (s *sim) enqueue(i int, payload []byte) {
 		s.persisted(nil, rec)
 		e := s.observe(invariants.Persisted, rec.ID)
 		e.Worker, e.Seq, e.Record = "store", rec.Seq, *rec
-		s.line(nil, opStoreAck).str(rec.ID).unum(rec.Seq).done()
+		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
-		s.line(nil, opStoreAckDuplicate).str(rec.ID).unum(rec.Seq).done()
+		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
 		s.stats.DuplicateAcks++
 	}
 	s.observe(invariants.Acked, rec.ID).Seq = rec.Seq

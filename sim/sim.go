@@ -147,21 +147,13 @@ type sim struct {
 	// index, filled from log when the run ends.
 	streams []string
 	runs    []invariants.Run
-	// scratchResult and scratchRecord hold a value whose address is
-	// handed to note, which would move a local to the heap.
-	scratchResult machine.Result
-	scratchProbe  machine.ProbeResult
-	scratchRecord machine.Record
-	buf           *buffers           // this run's, until it ends (result)
-	log           *obsLog            // in buf
-	slab          []invariants.Entry // every stream's log, once the run ended (Recycle)
-	finals        []machine.Record   // every stream's Final, once the run ended (Recycle)
-	trace         []string           // the text of every line, with Options.Trace
-	hash          xxhash.Digest      // of the encoded lines (trace.go)
-	enc           []byte             // encoded lines not yet fed to hash
-	at            varintMemo         // the encoding of elapsed (lineHead)
-	lineText      lineText           // of the line being built, with Options.Trace (line)
-	stats         Stats
+	buf     *buffers           // this run's, until it ends (result)
+	log     *obsLog            // in buf
+	slab    []invariants.Entry // every stream's log, once the run ended (Recycle)
+	finals  []machine.Record   // every stream's Final, once the run ended (Recycle)
+	trace   []string           // the text of every line, with Options.Trace
+	hash    xxhash.Digest      // of the encoded lines (trace.go)
+	stats   Stats
 }
 
 // attemptKey names one attempt of one incarnation of a node: the sender
@@ -192,7 +184,6 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		settledAt: -1,
 		statesAt:  -1,
 		buf:       b,
-		enc:       b.enc,
 	}
 	s.hash.Reset()
 	s.store = b.store // empty: the last run on b reset it
@@ -428,7 +419,7 @@ func (s *sim) offer(i, copy int) {
 		s.firstOffer = s.now
 	}
 	s.stats.Offers++
-	s.line(nil, opOffer).str(id).num(copy).done()
+	s.note(nil, opOffer, str(id), num(copy))
 	s.observe(invariants.Offered, id)
 	s.coverEvent(FaultDuplicateOffer, i)
 	// Each copy differs, so a store or machine that let a second offer
@@ -589,7 +580,7 @@ func (s *sim) arrive(f *flight) {
 	case rejectedStubborn:
 		s.coverEvent(FaultStubborn, i)
 	}
-	s.line(nil, opReceiver).str(v.String()).str(x.ID).unum(x.Seq).num(attempt).done()
+	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
 	switch v {
 	case applied:
 		e := s.observe(invariants.Applied, x.ID)
@@ -618,16 +609,13 @@ func (s *sim) answer(f *flight, which uint8) {
 		outcome, retryAfter, why = machine.OutcomeTimedOut, 0, "client timeout"
 	}
 	if !f.claim() {
-		s.line(n, opReplyGaveUp).str(x.ID).num(attempt).str(outcome.String()).done()
+		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
 		return
 	}
 	if why != "" {
-		s.line(n, opChannel).str(x.ID).num(attempt).str(why).done()
+		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
 	}
-	// Noted through a pointer to the sim's own scratch: a Result boxed as
-	// an Input would be an allocation per answer.
-	s.scratchResult = machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}
-	s.noteResult(n, &s.scratchResult)
+	s.note(n, opIn, input(machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}))
 	s.deliver(n, reply(*x, outcome, retryAfter))
 }
 
@@ -675,8 +663,7 @@ func (s *sim) probeAnswer(pr *probing) {
 	if !pr.healthy {
 		o = machine.OutcomeFailed
 	}
-	s.scratchProbe = machine.ProbeResult{At: s.clock(n), N: p.N, Healthy: pr.healthy} // see scratchResult
-	s.note(n, opIn, input(&s.scratchProbe))
+	s.note(n, opIn, input(machine.ProbeResult{At: s.clock(n), N: p.N, Healthy: pr.healthy}))
 	s.deliver(n, p.Reply(channel.Outcome{Result: o}))
 }
 
