@@ -42,22 +42,11 @@ const (
 	rejectedStubborn
 )
 
-// newReceiver returns a receiver for the workload ids, spread over streams
-// streams, keeping its events' state in events (len(ids) zero values, to
-// be reused by a later run), and the IDs it applies in order, in room
-// from a past run (empty, if not nil). A poison or stubborn ID that is not
-// one of ids is never delivered, so it is left out.
-func newReceiver(cfg Receiver, ids []string, streams int, events []recvEvent, order []string) *receiver {
-	r := &receiver{order: order}
-	r.reset(cfg, ids, streams, events)
-	return r
-}
-
-// reset makes r a new receiver, as newReceiver does, keeping the room
-// of its order and lastSeq for this run.
-func (r *receiver) reset(cfg Receiver, ids []string, streams int, events []recvEvent) {
-	clear(r.order) // IDs of a past run
-	*r = receiver{cfg: cfg, ids: ids, events: events, order: r.order[:0], lastSeq: zeroed(r.lastSeq, max(streams, 1))}
+// newReceiver returns a receiver for the workload ids, spread over
+// streams streams. A poison or stubborn ID that is not one of ids is never
+// delivered, so it is left out.
+func newReceiver(cfg Receiver, ids []string, streams int) *receiver {
+	r := &receiver{cfg: cfg, ids: ids, events: make([]recvEvent, len(ids)), lastSeq: make([]uint64, max(streams, 1))}
 	for _, id := range cfg.Poison {
 		if i, ok := eventOf(ids, id); ok {
 			r.events[i].poison = true
@@ -68,6 +57,7 @@ func (r *receiver) reset(cfg Receiver, ids []string, streams int, events []recvE
 			r.events[i].stubborn = s.Failures
 		}
 	}
+	return r
 }
 
 // eventOf is the index in ids of id, if it is one of them: ids[i] is

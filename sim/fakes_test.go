@@ -129,7 +129,7 @@ func TestReceiver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			switchOn(t, tt.bug)
-			r := newReceiver(tt.cfg, receiverIDs, 1, make([]recvEvent, len(receiverIDs)), nil)
+			r := newReceiver(tt.cfg, receiverIDs, 1)
 			var g got
 			for _, d := range tt.deliveries {
 				v := r.deliver(0, slices.Index(receiverIDs, d.id), d.seq)
@@ -170,7 +170,7 @@ func TestReceiverConfigIDs(t *testing.T) {
 		Poison:   []string{"e01", "e003", "e4", "x", "e", "e-1", "e000"},
 		Stubborn: []Stubborn{{ID: "e1", Failures: 3}, {ID: "e002", Failures: 1}, {ID: "e002", Failures: 2}},
 	}
-	r := newReceiver(cfg, ids, 1, make([]recvEvent, len(ids)), nil)
+	r := newReceiver(cfg, ids, 1)
 	var verdicts []string
 	for _, i := range []int{0, 1, 2, 1, 1, 1} {
 		verdicts = append(verdicts, r.deliver(0, i, uint64(i+1)).String())

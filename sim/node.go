@@ -50,10 +50,10 @@ type node struct {
 	// wakeAt is its instant on the virtual clock, if waking: a wake is
 	// pending.
 	wake   int
-	wakeAt time.Time
+	wakeAt time.Duration
 	waking bool
 
-	frozenUntil time.Time // a stalled node does nothing before this
+	frozenUntil time.Duration // a stalled node does nothing before this (since Epoch)
 	stalled     bool
 
 	// ownerName is owner() of incarnation ownerInc: it is asked for at
@@ -93,14 +93,9 @@ func workers(w World) Cluster {
 // initNodes makes the nodes and the allowances their faults need.
 func (s *sim) initNodes() {
 	c := s.cfg
-	// The nodes live in the buffers, kept for later runs.
-	b := s.buf
-	b.nodes = zeroed(b.nodes, c.Workers)
-	b.nodeRefs = zeroed(b.nodeRefs, c.Workers)
-	s.nodes = b.nodeRefs
+	s.nodes = make([]*node, c.Workers)
 	for i := range c.Workers {
-		n := &b.nodes[i]
-		n.idx, n.inc = i, 1
+		n := &node{idx: i, inc: 1}
 		if s.w.Cluster.Workers > 0 {
 			n.name = fmt.Sprintf("w%d", i+1)
 		} // else "": the single sender, as the checker knows it
@@ -151,10 +146,10 @@ func (s *sim) startNodes() {
 	c := s.cfg
 	for i, n := range s.nodes {
 		first := c.Poll * time.Duration(i) / time.Duration(len(s.nodes))
-		s.q.scheduleChore(Epoch.Add(first), func() { s.boot(n) })
+		s.q.scheduleChore(first, func() { s.boot(n) })
 	}
 	for _, f := range c.Crashes {
-		s.q.schedule(Epoch.Add(f.At), func() { s.crash(s.target(f.Worker), f.For, "crashed") })
+		s.q.schedule(f.At, func() { s.crash(s.target(f.Worker), f.For, "crashed") })
 	}
 }
 
@@ -221,12 +216,12 @@ func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
 		return Pause{}, false
 	}
 	for i, p := range *faults {
-		if s.now.Before(Epoch.Add(p.At)) {
+		if s.elapsed < p.At {
 			break
 		}
 		if p.Worker == Owner || s.nodes[p.Worker] == n {
 			*faults = slices.Delete(*faults, i, i+1)
-			return p, s.now.Add(p.For).Sub(Epoch) <= s.w.FaultsEnd
+			return p, s.elapsed+p.For <= s.w.FaultsEnd
 		}
 	}
 	return Pause{}, false
@@ -234,7 +229,7 @@ func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
 
 // freeze stalls n for d; then, unless it crashed meanwhile, fn runs.
 func (s *sim) freeze(n *node, d time.Duration, fn func()) {
-	n.frozenUntil, n.stalled = s.now.Add(d), true
+	n.frozenUntil, n.stalled = s.elapsed+d, true
 	inc := n.inc
 	s.q.schedule(n.frozenUntil, func() {
 		if inc != n.inc || n.down {
@@ -258,11 +253,11 @@ func (s *sim) reschedule(n *node) {
 	if next.IsZero() {
 		return
 	}
-	at := next.Add(-n.skew)
-	if at.Before(s.now) {
-		at = s.now
+	at := next.Sub(Epoch) - n.skew
+	if at < s.elapsed {
+		at = s.elapsed
 	}
-	if n.waking && !at.Before(n.wakeAt) {
+	if n.waking && at >= n.wakeAt {
 		return
 	}
 	n.wake++
@@ -273,7 +268,7 @@ func (s *sim) reschedule(n *node) {
 
 // happen makes h happen: a node's happening only if the node is still the
 // incarnation it was scheduled for.
-func (s *sim) happen(h *happening) {
+func (s *sim) happen(h happening) {
 	if h.n != nil {
 		s.forNode(h)
 		return
@@ -384,9 +379,7 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	for _, x := range sends {
 		s.stats.Sends++
 		i := s.streamOf(x.ID)
-		e := s.observeIn(i)
-		e.Kind, e.ID = invariants.Sent, x.ID
-		e.Worker, e.Token, e.Seq, e.Attempt = n.name, x.Token, x.Seq, x.Attempt.Attempt
+		s.observeIn(i, invariants.Entry{Kind: invariants.Sent, ID: x.ID, Worker: n.name, Token: x.Token, Seq: x.Seq, Attempt: x.Attempt.Attempt})
 		// A send under a token older than one granted before it in its
 		// stream's log is a zombie's: counted here, as the log is made,
 		// not by a pass over the logs (TestStatsAreTheLogs).
@@ -403,13 +396,13 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 
 // later schedules fn for node n at the instant at. When it comes, a node
 // that crashed since does nothing, and a stalled one does it when it wakes.
-func (s *sim) later(n *node, at time.Time, fn func()) {
-	s.q.push(&happening{at: at, do: fn, n: n, inc: n.inc})
+func (s *sim) later(n *node, at time.Duration, fn func()) {
+	s.q.push(happening{at: at, do: fn, n: n, inc: n.inc})
 }
 
 // forNode makes h, scheduled for incarnation h.inc of node h.n (by later),
 // happen.
-func (s *sim) forNode(h *happening) {
+func (s *sim) forNode(h happening) {
 	n := h.n
 	switch {
 	case h.inc != n.inc || n.down:
@@ -435,15 +428,14 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	s.coverAll(FaultWorkerCrash)
 	s.note(n, opCrash, dur(down))
 	for i := range s.runs { // it concerns every stream
-		e := s.observeIn(i)
-		e.Kind, e.Worker, e.Detail = invariants.Restarted, n.name, why
+		s.observeIn(i, invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
 	}
 	n.down, n.w = true, nil
 	n.inc++
 	n.wake++
 	n.waking = false
-	n.frozenUntil, n.stalled = time.Time{}, false
-	s.q.schedule(s.now.Add(down), func() {
+	n.frozenUntil, n.stalled = 0, false
+	s.q.schedule(s.elapsed+down, func() {
 		n.down = false
 		s.note(n, opComesBack, str(n.name), num(n.inc))
 		s.boot(n)
@@ -486,29 +478,19 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
 	}
-	if entryless(ev.Kind) {
-		return // not worth observe.Worker's copy of the event
+	if ev.Stream == "" {
+		// A failed ClaimDue is of no stream, and makes no entry.
+		if len(observe.Worker(nil, n.name, ev)) > 0 {
+			panic(fmt.Sprintf("sim: seed %d: a worker event of no stream to log: %v", s.seed, ev.Kind))
+		}
+		return
 	}
-	// Straight into the log, rather than through a batch copied entry by
-	// entry: an entry is some 260 bytes.
-	l := s.log
-	from := len(l.entries)
-	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
-	l.entries = observe.Worker(l.entries, n.name, ev)
-	l.stamp(s.streamIndex(ev.Stream), from, s.now)
-}
-
-// entryless reports whether observe.Worker makes no entry of a worker
-// event of kind k (TestEntrylessKindsMakeNoEntries holds it to it). Lease
-// grants and renewals, a good part of a run's events, are among them: a
-// recorder logs those from the store's replies (nodeStore).
-func entryless(k worker.Kind) bool {
-	switch k {
-	case worker.LeaseGranted, worker.LeaseRenewed, worker.LeaseLost, worker.LeaseReleased,
-		worker.ReplyDropped, worker.StoreFailed, worker.Purged, worker.Faulted:
-		return true
+	r := &s.runs[s.streamIndex(ev.Stream)]
+	from := len(r.Entries)
+	r.Entries = observe.Worker(r.Entries, n.name, ev)
+	for j := from; j < len(r.Entries); j++ {
+		r.Entries[j].At, r.Entries[j].Step = s.now, j
 	}
-	return false
 }
 
 // nodeObserver is node n's worker's Observer. It is a type of its own
@@ -528,8 +510,7 @@ func (s *sim) storeFailed(n *node, ev *worker.Event) {
 	switch {
 	case errors.Is(ev.Err, store.ErrInvalidWrite):
 		s.note(n, opWriteRejected, str(ev.Err.Error()))
-		e := s.observeIn(s.streamIndex(ev.Stream))
-		e.Kind, e.Worker, e.Token, e.Detail = invariants.WriteRejected, n.name, ev.Token, ev.Err.Error()
+		s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
 	case errors.Is(ev.Err, store.ErrUnavailable):
 		s.note(n, opStoreRefusal, str(ev.Op))
 		s.coverAll(FaultStoreRefusal)
@@ -585,8 +566,7 @@ func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Durati
 		i := s.streamIndex(l.Stream)
 		s.granted[i] = max(s.granted[i], l.Token)
 		s.stats.LeaseGrants++
-		e := s.observeIn(i)
-		e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseGranted, ns.n.name, l.Token, l.Expires, owner
+		s.observeIn(i, invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
 	}
 	return ls, err
 }
@@ -614,8 +594,7 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 
 // renewed logs the renewal of lease l in stream i's log.
 func (ns *nodeStore) renewed(i int, l store.Lease) {
-	e := ns.s.observeIn(i)
-	e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseRenewed, ns.n.name, l.Token, l.Expires, ns.n.owner()
+	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.n.owner()})
 }
 
 func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
@@ -633,27 +612,25 @@ func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, l
 func (s *sim) enqueue(i int, payload []byte) {
 	id, stream := s.ids[i], s.streams[i%len(s.streams)]
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
-	r := stored.Machine()
-	rec := &r
+	rec := stored.Machine()
 	if err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
 			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
 		}
 		s.note(nil, opEnqueueRefused, str(id))
-		s.observe(invariants.Refused, id).Detail = "store unavailable"
+		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
 		s.coverEvent(FaultStoreRefusal, i)
 		return
 	}
 	if created {
-		s.persisted(nil, rec)
-		e := s.observe(invariants.Persisted, rec.ID)
-		e.Worker, e.Seq, e.Record = "store", rec.Seq, *rec
+		s.persisted(nil, &rec)
+		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: rec.ID, Worker: "store", Seq: rec.Seq, Record: rec})
 		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
 	} else {
 		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
 		s.stats.DuplicateAcks++
 	}
-	s.observe(invariants.Acked, rec.ID).Seq = rec.Seq
+	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
 	s.acked[i] = true
 	if n := s.nodes[0]; !n.down && n.w != nil {
 		n.w.Notify(stream)

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"hash/fnv"
 	"math/rand/v2"
 	"time"
@@ -16,7 +15,7 @@ import (
 // chore (a worker's periodic Advance) does not keep the run going on its
 // own: see queue.foreground.
 type happening struct {
-	at    time.Time
+	at    time.Duration // since Epoch: the heap compares integers
 	seq   uint64
 	do    func()
 	n     *node
@@ -27,68 +26,87 @@ type happening struct {
 // queue holds the pending happenings in a binary min-heap ordered by
 // (instant, scheduling order).
 type queue struct {
-	h   happenings
-	seq uint64
+	heap []happening
+	seq  uint64
 	// foreground counts the pending happenings that are not chores: a run
 	// with only chores left has nothing more to happen unless there is
 	// still work in the store.
 	foreground int
 }
 
-func (q *queue) Len() int { return len(q.h) }
+func (q *queue) Len() int { return len(q.heap) }
 
 // push schedules h, after every happening already scheduled for its
-// instant.
-func (q *queue) push(h *happening) {
+// instant. h climbs from the end of the heap while it goes before its
+// parent.
+func (q *queue) push(h happening) {
 	q.seq++
 	h.seq = q.seq
 	if !h.chore {
 		q.foreground++
 	}
-	heap.Push(&q.h, h)
+	q.heap = append(q.heap, h)
+	i := len(q.heap) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.before(&q.heap[parent]) {
+			break
+		}
+		q.heap[i] = q.heap[parent]
+		i = parent
+	}
+	q.heap[i] = h
 }
 
-// pop removes the earliest happening and returns it.
-func (q *queue) pop() *happening {
-	h := heap.Pop(&q.h).(*happening)
-	if !h.chore {
+// pop removes the earliest happening and returns it. The last happening
+// sinks from the root while a child goes before it.
+func (q *queue) pop() happening {
+	top := q.heap[0]
+	n := len(q.heap) - 1
+	last := q.heap[n]
+	q.heap[n] = happening{} // drop what it points to
+	q.heap = q.heap[:n]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && q.heap[c+1].before(&q.heap[c]) {
+			c++
+		}
+		if !q.heap[c].before(&last) {
+			break
+		}
+		q.heap[i] = q.heap[c]
+		i = c
+	}
+	if n > 0 {
+		q.heap[i] = last
+	}
+	if !top.chore {
 		q.foreground--
 	}
-	return h
+	return top
 }
 
-// schedule schedules do at at.
-func (q *queue) schedule(at time.Time, do func()) {
-	q.push(&happening{at: at, do: do})
+// before reports whether h goes before o: earlier, or as early and
+// scheduled first.
+func (h *happening) before(o *happening) bool {
+	if h.at != o.at {
+		return h.at < o.at
+	}
+	return h.seq < o.seq
+}
+
+// schedule schedules do at at, an offset from Epoch.
+func (q *queue) schedule(at time.Duration, do func()) {
+	q.push(happening{at: at, do: do})
 }
 
 // scheduleChore schedules a chore; see queue.foreground.
-func (q *queue) scheduleChore(at time.Time, do func()) {
-	q.push(&happening{at: at, do: do, chore: true})
-}
-
-// happenings implements heap.Interface.
-type happenings []*happening
-
-func (h happenings) Len() int { return len(h) }
-
-func (h happenings) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-
-func (h happenings) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-
-func (h *happenings) Push(x any) { *h = append(*h, x.(*happening)) }
-
-func (h *happenings) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return x
+func (q *queue) scheduleChore(at time.Duration, do func()) {
+	q.push(happening{at: at, do: do, chore: true})
 }
 
 // stream returns an independent generator for one part of the world,

@@ -57,7 +57,7 @@ func TestQueueOrder(t *testing.T) {
 			var q queue
 			var got []string
 			for _, it := range tt.items {
-				q.schedule(Epoch.Add(it.at), func() { got = append(got, it.name) })
+				q.schedule(it.at, func() { got = append(got, it.name) })
 			}
 			for q.Len() > 0 {
 				q.pop().do()
@@ -75,13 +75,13 @@ func TestQueueOrder(t *testing.T) {
 func TestQueueScheduleWhileRunning(t *testing.T) {
 	var q queue
 	var got []string
-	at := Epoch.Add(time.Second)
+	at := time.Second
 	q.schedule(at, func() {
 		got = append(got, "first")
 		q.schedule(at, func() { got = append(got, "scheduled by first") })
 	})
 	q.schedule(at, func() { got = append(got, "second") })
-	q.schedule(at.Add(time.Nanosecond), func() { got = append(got, "later") })
+	q.schedule(at+time.Nanosecond, func() { got = append(got, "later") })
 	for q.Len() > 0 {
 		q.pop().do()
 	}
@@ -218,24 +218,6 @@ func TestAtoiIsStrconv(t *testing.T) {
 	}
 }
 
-// TestEventIDsAreEventID holds the simulator's own formatting of the
-// workload's IDs, kept across runs, to EventID, below and past the three
-// padded digits, whether a buffer starts empty or extends what it has.
-func TestEventIDsAreEventID(t *testing.T) {
-	var b buffers
-	for _, n := range []int{0, 1, 9, 10, 99, 100, 5, 1001, 1500, 20} {
-		got := b.eventIDs(n)
-		if len(got) != n {
-			t.Fatalf("eventIDs(%d) has %d IDs", n, len(got))
-		}
-		for i, id := range got {
-			if want := EventID(i); id != want {
-				t.Fatalf("eventIDs(%d)[%d] = %q, want %q", n, i, id, want)
-			}
-		}
-	}
-}
-
 // TestStreamIndexIsStreamName holds streamIndex to StreamName for worlds
 // of one stream, of up to 99 (the fast path) and of more.
 // TestEventIndexIsAtoi holds eventIndex, fast path included, to the
@@ -259,7 +241,10 @@ func TestEventIndexIsAtoi(t *testing.T) {
 	}
 	odd := []string{"e000", "e0", "e1", "e01", "e0001", "e999", "e1000", "e+01", "e-01", "e 01", "E001", "x001", "e/01", "e:01", "e", "", "001", "ee01", "e00a"}
 	for _, n := range []int{0, 1, 9, 10, 99, 100, 999, 1000, 1500} {
-		s := &sim{ids: (&buffers{}).eventIDs(n)}
+		s := &sim{ids: make([]string, n)}
+		for i := range s.ids {
+			s.ids[i] = EventID(i)
+		}
 		cases := append(slices.Clone(odd), s.ids...)
 		for _, id := range cases {
 			wantI, wantOK := plain(s, id)
@@ -300,7 +285,7 @@ func TestQueueAgainstSort(t *testing.T) {
 		seq++
 		id := seq
 		want = append(want, pend{at, id})
-		q.schedule(Epoch.Add(at), func() { popped = id })
+		q.schedule(at, func() { popped = id })
 	}
 	var now time.Duration
 	for step := range 100_000 {
@@ -318,7 +303,7 @@ func TestQueueAgainstSort(t *testing.T) {
 		want = slices.Delete(want, first, first+1)
 		h := q.pop()
 		h.do()
-		if got := h.at.Sub(Epoch); got != w.at || popped != w.seq {
+		if got := h.at; got != w.at || popped != w.seq {
 			t.Fatalf("step %d: popped (%v, %d), want (%v, %d)", step, got, popped, w.at, w.seq)
 		}
 		now = w.at

@@ -46,9 +46,6 @@ type Result struct {
 	Runs       []invariants.Run
 	Violations []invariants.Violation
 	Stats      Stats
-
-	slab   []invariants.Entry // what the logs in Runs live in (Recycle)
-	finals []machine.Record   // what the Final records in Runs live in (Recycle)
 }
 
 // Stats summarise a run. Every figure is counted from what happened.
@@ -87,9 +84,7 @@ func Run(world World, seed uint64, opt Options) (Result, error) {
 	if err := s.simulate(); err != nil {
 		return Result{}, err
 	}
-	res := s.result()
-	s.buf.release(s) // the last use of s, which a later run reuses
-	return res, nil
+	return s.result(), nil
 }
 
 type sim struct {
@@ -144,15 +139,11 @@ type sim struct {
 	end time.Duration
 
 	// streams are the streams' names; runs their observation logs, by
-	// index, filled from log when the run ends.
+	// index.
 	streams []string
 	runs    []invariants.Run
-	buf     *buffers           // this run's, until it ends (result)
-	log     *obsLog            // in buf
-	slab    []invariants.Entry // every stream's log, once the run ended (Recycle)
-	finals  []machine.Record   // every stream's Final, once the run ended (Recycle)
-	trace   []string           // the text of every line, with Options.Trace
-	hash    xxhash.Digest      // of the encoded lines (trace.go)
+	trace   []string       // the text of every line, with Options.Trace
+	hash    *xxhash.Digest // of the encoded lines (trace.go)
 	stats   Stats
 }
 
@@ -166,15 +157,9 @@ type attemptKey struct {
 	attempt int
 }
 
-// newSim returns the simulator of a run, in buffers a past run may have
-// used: until Run releases them, they are this run's alone.
+// newSim returns the simulator of a run, with its store and its nodes.
 func newSim(w World, seed uint64, opt Options) *sim {
-	// About ten entries per event (persist, ack, persist the attempt,
-	// send, apply, reply, persist the outcome; faults, parking and lease
-	// renewals add some): a long run then seldom grows its log.
-	b := getBuffers(max(w.Streams, 1), w.Events, 10*w.Events+64)
-	s := &b.sim
-	*s = sim{
+	s := &sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
 		cfg:       workers(w),
 		rProducer: stream(seed, "producer"),
@@ -183,10 +168,10 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rLease:    stream(seed, "lease"),
 		settledAt: -1,
 		statesAt:  -1,
-		buf:       b,
+		hash:      xxhash.New(),
 	}
-	s.hash.Reset()
-	s.store = b.store // empty: the last run on b reset it
+	s.store = memstore.New(func() time.Time { return s.now })
+	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	s.initStreams()
 	s.initNodes()
 	return s
@@ -207,18 +192,24 @@ func (s *sim) initStreams() {
 	n := max(w.Streams, 1)
 	s.streams = make([]string, n)
 	s.runs = make([]invariants.Run, n)
-	s.log = &s.buf.log
-	s.acked, s.lastFlight = s.buf.acked, s.buf.lastFlight
-	s.buf.granted = zeroed(s.buf.granted, n)
-	s.granted, s.sends = s.buf.granted, s.buf.sends
-	s.ids = s.buf.eventIDs(w.Events)
-	s.recv = &s.buf.receiver
-	s.recv.reset(w.Receiver, s.ids, n, s.buf.recv)
+	s.ids = make([]string, w.Events)
+	for i := range s.ids {
+		s.ids[i] = EventID(i)
+	}
+	s.acked = make([]bool, w.Events)
+	s.lastFlight = make([]*flight, w.Events)
+	s.sends = make([]int, w.Events)
+	s.granted = make([]uint64, n)
+	s.recv = newReceiver(w.Receiver, s.ids, n)
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {
 		s.streams[i] = StreamName(i, n)
 		r := &s.runs[i]
 		r.Policy = w.Policy
+		// About ten entries per event (persist, ack, persist the attempt,
+		// send, apply, reply, persist the outcome; faults, parking and
+		// lease renewals add some): most logs then never grow.
+		r.Entries = make([]invariants.Entry, 0, 10*(w.Events/n+1)+16)
 		r.ReceiverFences = w.Receiver.Fence
 		if w.FaultsEnd > 0 {
 			r.HealedAt = Epoch.Add(w.FaultsEnd)
@@ -254,33 +245,6 @@ func (s *sim) streamIndex(name string) int {
 	return i - 1
 }
 
-// eventIDs returns EventID(i) for every i below n. They are the same for
-// every run, so the buffers keep them for the next: fmt.Sprintf per event
-// was a sizeable part of a short run. New ones are formatted as EventID
-// does ("e%03d" of i+1) without fmt, into one string they all share.
-func (b *buffers) eventIDs(n int) []string {
-	if len(b.ids) >= n {
-		return b.ids[:n:n]
-	}
-	from := len(b.ids)
-	var text []byte
-	ends := make([]int, 0, n-from) // where each new ID ends in text
-	for i := from; i < n; i++ {
-		text = append(text, 'e')
-		for k := i + 1; k < 100; k *= 10 {
-			text = append(text, '0') // pad to three digits
-		}
-		text = strconv.AppendInt(text, int64(i+1), 10)
-		ends = append(ends, len(text))
-	}
-	all, at := string(text), 0
-	for _, end := range ends {
-		b.ids = append(b.ids, all[at:end])
-		at = end
-	}
-	return b.ids[:n:n]
-}
-
 // atoi is strconv.Atoi, with a fast path for what the simulator parses on
 // every observation: the few digits of a stream's or an event's number.
 func atoi(s string) (int, error) {
@@ -298,13 +262,8 @@ func atoi(s string) (int, error) {
 	return n, nil
 }
 
-// observe logs a new entry of kind about event id in its stream's log
-// and returns it for the caller to fill in the rest.
-func (s *sim) observe(kind invariants.Kind, id string) *invariants.Entry {
-	e := s.observeIn(s.streamOf(id))
-	e.Kind, e.ID = kind, id
-	return e
-}
+// observe logs e in the log of its event's stream (see observeIn).
+func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
 
 // streamOf is the index of event id's stream: EventID(i) goes to stream
 // i mod Streams.
@@ -319,10 +278,13 @@ func (s *sim) streamOf(id string) int {
 	return (i - 1) % len(s.streams)
 }
 
-// observeIn logs a new entry in the log of stream i, at the virtual
-// instant and numbered, and returns it for the caller to fill in: it is
-// built in place in the log (obsLog.next).
-func (s *sim) observeIn(i int) *invariants.Entry { return s.log.next(i, s.now) }
+// observeIn logs e in the log of stream i, at the virtual instant and
+// numbered.
+func (s *sim) observeIn(i int, e invariants.Entry) {
+	r := &s.runs[i]
+	e.At, e.Step = s.now, len(r.Entries)
+	r.Entries = append(r.Entries, e)
+}
 
 func (s *sim) simulate() error {
 	w := s.w
@@ -335,10 +297,10 @@ func (s *sim) simulate() error {
 	for i := range w.Events {
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
-		s.q.schedule(Epoch.Add(at), func() { s.offer(i, 1) })
+		s.q.schedule(at, func() { s.offer(i, 1) })
 		if w.Producer.SendTwice {
 			again := at + between(s.rProducer, 0, w.Producer.TwiceDelay)
-			s.q.schedule(Epoch.Add(again), func() { s.offer(i, 2) })
+			s.q.schedule(again, func() { s.offer(i, 2) })
 		}
 	}
 	// Restarts: fixed, then drawn.
@@ -347,7 +309,7 @@ func (s *sim) simulate() error {
 		restarts = append(restarts, between(s.rRestart, 0, w.FaultsEnd))
 	}
 	for _, at := range restarts {
-		s.q.schedule(Epoch.Add(at), func() {
+		s.q.schedule(at, func() {
 			s.coverAll(FaultRestart)
 			s.crash(s.nodes[0], 0, "scheduled restart")
 		})
@@ -363,18 +325,17 @@ func (s *sim) simulate() error {
 			break // only chores left, and nothing for them to do
 		}
 		h := s.q.pop()
-		if h.at.Sub(Epoch) > s.end {
+		if h.at > s.end {
 			s.now, s.elapsed = Epoch.Add(s.end), s.end
 			s.note(nil, opStop, dur(s.end), num(s.q.Len()+1))
 			break
 		}
-		if h.at.Before(s.now) {
-			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, h.at.Sub(Epoch), s.elapsed))
+		if h.at < s.elapsed {
+			panic(fmt.Sprintf("sim: seed %d: a happening was scheduled at %v, before now %v", s.seed, h.at, s.elapsed))
 		}
-		s.now, s.elapsed = h.at, h.at.Sub(Epoch)
+		s.now, s.elapsed = Epoch.Add(h.at), h.at
 		s.happen(h)
 	}
-	s.slab = s.log.cut(s.runs)
 	s.readFinals()
 	s.note(nil, opEnd)
 	return nil
@@ -420,7 +381,7 @@ func (s *sim) offer(i, copy int) {
 	}
 	s.stats.Offers++
 	s.note(nil, opOffer, str(id), num(copy))
-	s.observe(invariants.Offered, id)
+	s.observe(invariants.Entry{Kind: invariants.Offered, ID: id})
 	s.coverEvent(FaultDuplicateOffer, i)
 	// Each copy differs, so a store or machine that let a second offer
 	// replace the first would show in the checker's identity check. The
@@ -435,7 +396,7 @@ func (s *sim) offer(i, copy int) {
 	payload = append(strconv.AppendInt(append(payload, `"copy":`...), int64(copy), 10), '}')
 	s.enqueue(i, payload)
 	// The producer keeps the event until it is acknowledged.
-	s.q.schedule(s.now.Add(s.w.Producer.AckTimeout), func() { s.ackTimeout(i, copy) })
+	s.q.schedule(s.elapsed+s.w.Producer.AckTimeout, func() { s.ackTimeout(i, copy) })
 }
 
 // appendQuote is strconv.AppendQuote(b, id), the same bytes: an ID of
@@ -480,24 +441,24 @@ func (s *sim) send(n *node, x worker.Send) {
 	c := &s.w.Channel
 	// Set field by field, on the zero flight new returns: a composite
 	// literal is built whole and then copied.
-	f := s.buf.flights.new()
+	f := new(flight)
 	f.n, f.x, f.key, f.event = n, x, attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}, s.eventIndex(x.ID)
 	s.sends[f.event]++ // the event's Sent entries (result)
 	s.track(f)
 	attempt := x.Attempt.Attempt
-	s.later(n, s.now.Add(c.ClientTimeout), func() { s.answer(f, answerTimeout) })
+	s.later(n, s.elapsed+c.ClientTimeout, func() { s.answer(f, answerTimeout) })
 	switch {
 	case s.inWindows(c.Outages):
 		s.note(nil, opOutage, str(x.ID), num(attempt))
 		s.coverSend(x, FaultOutage)
 		f.outcome, f.why = machine.OutcomeFailed, "connection refused"
-		s.later(n, s.now.Add(c.LatencyMin), func() { s.answer(f, answerChannel) })
+		s.later(n, s.elapsed+c.LatencyMin, func() { s.answer(f, answerChannel) })
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.note(nil, opFlap, str(x.ID), num(attempt))
 		s.coverSend(x, FaultFlap)
 		f.outcome, f.why = machine.OutcomeFailed, "502 from the flapping link"
-		s.later(n, s.now.Add(s.latency()), func() { s.answer(f, answerChannel) })
+		s.later(n, s.elapsed+s.latency(), func() { s.answer(f, answerChannel) })
 		return
 	}
 	arrive := s.latency()
@@ -508,7 +469,7 @@ func (s *sim) send(n *node, x worker.Send) {
 	}
 	f.lose = s.faulty() && chance(s.rChannel, c.LostAckRate)
 	f.back = s.latency()
-	s.q.schedule(s.now.Add(arrive), func() { s.arrive(f) })
+	s.q.schedule(s.elapsed+arrive, func() { s.arrive(f) })
 }
 
 // flight is one attempt on the fake channel, from its send until the
@@ -583,11 +544,9 @@ func (s *sim) arrive(f *flight) {
 	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
 	switch v {
 	case applied:
-		e := s.observe(invariants.Applied, x.ID)
-		e.Seq, e.Attempt = x.Seq, attempt
+		s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
 	case duplicate, fenced:
-		e := s.observe(invariants.Discarded, x.ID)
-		e.Seq, e.Attempt, e.Detail = x.Seq, attempt, v.String()
+		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
 	}
 	if f.lose {
 		s.note(nil, opLostAck, str(x.ID), num(attempt))
@@ -598,7 +557,7 @@ func (s *sim) arrive(f *flight) {
 	if v == rejectedPoison || v == rejectedStubborn {
 		f.retryAfter = s.w.Receiver.RetryAfter
 	}
-	s.later(f.n, s.now.Add(f.back), func() { s.answer(f, answerChannel) })
+	s.later(f.n, s.elapsed+f.back, func() { s.answer(f, answerChannel) })
 }
 
 // answer hands f's sender one of its outcomes, unless it has one already.
@@ -644,9 +603,8 @@ func (s *sim) probe(n *node, p worker.Probe) {
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
-	pr := s.buf.probes.new()
-	*pr = probing{n: n, p: p, healthy: healthy}
-	s.later(n, s.now.Add(delay), func() { s.probeAnswer(pr) })
+	pr := &probing{n: n, p: p, healthy: healthy}
+	s.later(n, s.elapsed+delay, func() { s.probeAnswer(pr) })
 }
 
 // probing is one probe on the fake channel, until its answer comes.
@@ -671,8 +629,8 @@ func (s *sim) result() Result {
 	st := s.stats
 	// By the event's index in the workload: every record and every send
 	// is of one of its events.
-	sends := s.sends     // counted as they were logged (send), as ZombieSends and LeaseGrants
-	final := s.buf.final // in the store at the end
+	sends := s.sends                             // counted as they were logged (send), as ZombieSends and LeaseGrants
+	final := make([]*machine.Record, len(s.ids)) // in the store at the end
 	for _, run := range s.runs {
 		for j := range run.Final {
 			r := &run.Final[j]
@@ -714,26 +672,19 @@ func (s *sim) result() Result {
 		Runs:       s.runs,
 		Violations: s.check(),
 		Stats:      st,
-		slab:       s.slab,
-		finals:     s.finals,
 	}
 	return res
 }
 
 // readFinals reads every stream's records from the store, once the run
-// ended, into one buffer a recycled result gave back (Recycle): each
-// run's Final is its part, capped at its length (nil if it has none).
+// ended: each run's Final (nil if it has none).
 func (s *sim) readFinals() {
-	finals, _ := finalsPool.get()
 	for i := range s.runs {
 		s.runs[i].Finished = true
-		from := len(finals)
-		finals = s.store.AppendRecords(finals, s.streams[i])
-		if len(finals) > from {
-			s.runs[i].Final = finals[from:len(finals):len(finals)]
+		if recs := s.store.Records(s.streams[i]); len(recs) > 0 {
+			s.runs[i].Final = recs
 		}
 	}
-	s.finals = finals
 }
 
 // eventIndex is the index in the workload of event id: EventID(i) is
@@ -755,18 +706,12 @@ func (s *sim) eventIndex(id string) int {
 	return i - 1
 }
 
-// check judges every stream's log, in stream order, with one checker
-// whose memory serves every stream, and then later runs.
+// check judges every stream's log, in stream order.
 func (s *sim) check() []invariants.Violation {
 	var out []invariants.Violation
-	k, ok := checkerPool.get()
-	if !ok {
-		k = new(invariants.Checker)
-	}
 	for _, run := range s.runs {
-		out = append(out, k.Check(run)...)
+		out = append(out, invariants.Check(run)...)
 	}
-	checkerPool.put(k)
 	return out
 }
 

@@ -178,7 +178,7 @@ func (s *sim) note(n *node, o op, args ...arg) {
 	name := nodeName(n)
 	var buf [128]byte
 	b := append(buf[:0], byte(o))
-	b = binary.AppendVarint(b, int64(s.now.Sub(Epoch)))
+	b = binary.AppendVarint(b, int64(s.elapsed))
 	b = appendString(b, name)
 	for i := range args {
 		b = appendArg(b, &args[i])
