@@ -128,12 +128,9 @@ const (
 	kInput                      // in, printed by Input.Format
 )
 
-// arg is one argument of a trace line. It is passed by value in a variadic
-// slice that does not escape, so recording a line allocates nothing.
-//
-// An instant is held as its offset from Epoch in n, which is what both its
-// encoding and its text are made from, rather than as a time.Time: every
-// argument of every line is zeroed and passed, and most are not instants.
+// arg is one argument of a trace line: its kind, and its value in the
+// field the kind names. An instant is held as its offset from Epoch in n,
+// which both its encoding and its text are made from.
 type arg struct {
 	k   argKind
 	n   uint64

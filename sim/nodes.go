@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/internal/observe"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
@@ -40,7 +39,7 @@ var bg = context.Background()
 // node is one worker process.
 type node struct {
 	name string // w1, w2, ...
-	idx  int    // its index in sim.nodes, and its wake's in queue.wakes
+	idx  int    // its index in sim.nodes
 	inc  int    // incarnation, from 1; a crash starts a new one
 	skew time.Duration
 	w    *worker.Worker // nil while down
@@ -55,27 +54,15 @@ type node struct {
 
 	frozenUntil time.Duration // a stalled node does nothing before this (since Epoch)
 	stalled     bool
-
-	// ownerName is owner() of incarnation ownerInc: it is asked for at
-	// every lease renewal.
-	ownerName string
-	ownerInc  int
-
-	// store is the store as this node's workers see it. Its methods take
-	// a pointer, so that the worker's calls through store.Store do not go
-	// through a wrapper that copies it.
-	store nodeStore
 }
 
+// owner is the lease owner of n's current incarnation.
 func (n *node) owner() string {
-	if n.ownerInc != n.inc {
-		name := n.name
-		if name == "" {
-			name = "sender"
-		}
-		n.ownerName, n.ownerInc = name+"#"+strconv.Itoa(n.inc), n.inc
+	name := n.name
+	if name == "" {
+		name = "sender"
 	}
-	return n.ownerName
+	return fmt.Sprintf("%s#%d", name, n.inc)
 }
 
 // clock is node n's reading of the virtual clock, skew included.
@@ -156,16 +143,15 @@ func (s *sim) startNodes() {
 // boot starts a node's current incarnation: a new worker, owning nothing.
 func (s *sim) boot(n *node) {
 	c := s.cfg
-	n.store = nodeStore{Store: s.store, s: s, n: n}
 	w, err := worker.New(worker.Config{
 		Owner:       n.owner(),
-		Store:       &n.store,
+		Store:       &nodeStore{Store: s.store, s: s, n: n},
 		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
-		Observer:    &nodeObserver{s, n},
+		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, &ev) }),
 	})
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
@@ -206,39 +192,6 @@ func (s *sim) target(i int) *node {
 		}
 	}
 	return s.nodes[0]
-}
-
-// due returns the first of faults (pauses or stalls, by At) due for n
-// now, removing it, if it ends by FaultsEnd. It strikes a node that owns
-// a stream, so that it stalls holding it.
-func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
-	if len(*faults) == 0 || !s.holds(n, false) {
-		return Pause{}, false
-	}
-	for i, p := range *faults {
-		if s.elapsed < p.At {
-			break
-		}
-		if p.Worker == Owner || s.nodes[p.Worker] == n {
-			*faults = slices.Delete(*faults, i, i+1)
-			return p, s.elapsed+p.For <= s.w.FaultsEnd
-		}
-	}
-	return Pause{}, false
-}
-
-// freeze stalls n for d; then, unless it crashed meanwhile, fn runs.
-func (s *sim) freeze(n *node, d time.Duration, fn func()) {
-	n.frozenUntil, n.stalled = s.elapsed+d, true
-	inc := n.inc
-	s.q.schedule(n.frozenUntil, func() {
-		if inc != n.inc || n.down {
-			return // it crashed in its stall
-		}
-		n.stalled = false
-		s.note(n, opWakes)
-		fn()
-	})
 }
 
 // reschedule sets n's next Advance at its worker's Next, unless one is set
@@ -297,10 +250,6 @@ func (s *sim) woken(n *node, inc, token int) {
 // that stands between it and a stale write.
 func (s *sim) advance(n *node) {
 	at := s.clock(n)
-	if len(s.stalls) == 0 {
-		s.advanceAt(n, at) // most runs have no stall: due would say so, at a call's cost
-		return
-	}
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
@@ -417,31 +366,6 @@ func (s *sim) forNode(h happening) {
 	h.do()
 }
 
-// crash kills node n: its worker and its memory are gone, its lease left
-// to expire. It comes back after down as a new incarnation.
-func (s *sim) crash(n *node, down time.Duration, why string) {
-	if n.down {
-		s.note(n, opAlreadyDown)
-		return
-	}
-	s.stats.Restarts++
-	s.coverAll(FaultWorkerCrash)
-	s.note(n, opCrash, dur(down))
-	for i := range s.runs { // it concerns every stream
-		s.observeIn(i, invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
-	}
-	n.down, n.w = true, nil
-	n.inc++
-	n.wake++
-	n.waking = false
-	n.frozenUntil, n.stalled = 0, false
-	s.q.schedule(s.elapsed+down, func() {
-		n.down = false
-		s.note(n, opComesBack, str(n.name), num(n.inc))
-		s.boot(n)
-	})
-}
-
 // observed turns a worker's event into trace lines and the checker's
 // observations (internal/record, the mapping every recorder shares), at
 // the virtual instant. Sends are observed when they leave (called), which a
@@ -492,16 +416,6 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 		r.Entries[j].At, r.Entries[j].Step = s.now, j
 	}
 }
-
-// nodeObserver is node n's worker's Observer. It is a type of its own
-// rather than an ObserverFunc around a closure: an event (some 200
-// bytes) is then copied once on its way to observed, not three times.
-type nodeObserver struct {
-	s *sim
-	n *node
-}
-
-func (o *nodeObserver) Observe(ev worker.Event) { o.s.observed(o.n, &ev) }
 
 // storeFailed notes a store call the worker saw fail. The simulator's
 // store fails only as injected (unavailable) or as the contract says
@@ -604,41 +518,4 @@ func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update
 func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
 	recs, err := ns.Store.Pending(ctx, l, after, limit)
 	return recs, ns.fenced(err)
-}
-
-// enqueue is a producer's offer: straight into the store, which
-// acknowledges it once durable. The first node is the producer's host: it
-// is notified, as a local producer's worker is (courier.Service.Publish).
-func (s *sim) enqueue(i int, payload []byte) {
-	id, stream := s.ids[i], s.streams[i%len(s.streams)]
-	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
-	rec := stored.Machine()
-	if err != nil {
-		if !errors.Is(err, store.ErrUnavailable) {
-			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
-		}
-		s.note(nil, opEnqueueRefused, str(id))
-		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
-		s.coverEvent(FaultStoreRefusal, i)
-		return
-	}
-	if created {
-		s.persisted(nil, &rec)
-		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: rec.ID, Worker: "store", Seq: rec.Seq, Record: rec})
-		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
-	} else {
-		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
-		s.stats.DuplicateAcks++
-	}
-	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
-	s.acked[i] = true
-	if n := s.nodes[0]; !n.down && n.w != nil {
-		n.w.Notify(stream)
-		s.reschedule(n)
-	}
-}
-
-// reply builds a send's outcome as the channel reports it.
-func reply(x worker.Send, o machine.Outcome, retryAfter time.Duration) worker.Reply {
-	return x.Reply(channel.Outcome{Result: o, RetryAfter: retryAfter})
 }

@@ -2,11 +2,8 @@
 package sim
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -159,112 +156,6 @@ func TestBetweenAndChance(t *testing.T) {
 	for range 100 {
 		if !chance(a, 1) {
 			t.Fatal("chance(1) did not fire")
-		}
-	}
-}
-
-// TestAppendQuoteIsStrconv holds appendQuote to strconv.AppendQuote for
-// the workload's IDs, every single byte, and random strings of bytes that
-// need quoting and bytes that do not, invalid UTF-8 included.
-func TestAppendQuoteIsStrconv(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	var cases []string
-	for i := range 1500 {
-		cases = append(cases, EventID(i))
-	}
-	for c := range 256 {
-		cases = append(cases, string([]byte{byte(c)}), "e"+string([]byte{byte(c)})+"1")
-	}
-	alphabet := []byte("e019 ~\x7f\"\\\n\t\x00\xff\xc3\xa9\xe2\x82\xac")
-	for range 20_000 {
-		b := make([]byte, r.IntN(8))
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		cases = append(cases, string(b), "héllo", "")
-	}
-	for _, id := range cases {
-		prefix := []byte(`{"event":`)
-		got := appendQuote(slices.Clone(prefix), id)
-		if want := strconv.AppendQuote(slices.Clone(prefix), id); string(got) != string(want) {
-			t.Fatalf("appendQuote(%q) = %s, want %s", id, got, want)
-		}
-	}
-}
-
-// TestAtoiIsStrconv holds atoi to strconv.Atoi, value and error, on
-// numbers, signs, junk and lengths around the fast path's nine digits.
-func TestAtoiIsStrconv(t *testing.T) {
-	cases := []string{"", "0", "01", "007", "123456789", "1234567890", "99999999999999999999", "+1", "-1", "1a", "a1", " 1", "٣"}
-	r := rand.New(rand.NewPCG(5, 6))
-	const alphabet = "0123456789+-x "
-	for range 20_000 {
-		b := make([]byte, r.IntN(12))
-		for i := range b {
-			if r.IntN(10) == 0 {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			} else {
-				b[i] = byte('0' + r.IntN(10))
-			}
-		}
-		cases = append(cases, string(b))
-	}
-	for _, s := range cases {
-		got, gerr := atoi(s)
-		want, werr := strconv.Atoi(s)
-		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
-			t.Fatalf("atoi(%q) = %d, %v; strconv.Atoi: %d, %v", s, got, gerr, want, werr)
-		}
-	}
-}
-
-// TestStreamIndexIsStreamName holds streamIndex to StreamName for worlds
-// of one stream, of up to 99 (the fast path) and of more.
-// TestEventIndexIsAtoi holds eventIndex, fast path included, to the
-// plain parse it shortcuts: the same index for every ID of workloads of
-// several sizes and for odd spellings, the same panic for the rest.
-func TestEventIndexIsAtoi(t *testing.T) {
-	plain := func(s *sim, id string) (i int, ok bool) {
-		n, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
-		return n - 1, err == nil && n >= 1 && n <= len(s.ids)
-	}
-	try := func(s *sim, id string) (i int, ok bool) {
-		defer func() {
-			if p := recover(); p != nil {
-				if want := fmt.Sprintf("sim: %q is not an event of the workload", id); p != want {
-					t.Fatalf("eventIndex(%q) panicked with %v, want %q", id, p, want)
-				}
-				ok = false
-			}
-		}()
-		return s.eventIndex(id), true
-	}
-	odd := []string{"e000", "e0", "e1", "e01", "e0001", "e999", "e1000", "e+01", "e-01", "e 01", "E001", "x001", "e/01", "e:01", "e", "", "001", "ee01", "e00a"}
-	for _, n := range []int{0, 1, 9, 10, 99, 100, 999, 1000, 1500} {
-		s := &sim{ids: make([]string, n)}
-		for i := range s.ids {
-			s.ids[i] = EventID(i)
-		}
-		cases := append(slices.Clone(odd), s.ids...)
-		for _, id := range cases {
-			wantI, wantOK := plain(s, id)
-			if gotI, gotOK := try(s, id); gotOK != wantOK || (wantOK && gotI != wantI) {
-				t.Fatalf("with %d events, eventIndex(%q) = %d, %v; want %d, %v", n, id, gotI, gotOK, wantI, wantOK)
-			}
-		}
-	}
-}
-
-func TestStreamIndexIsStreamName(t *testing.T) {
-	for _, n := range []int{1, 2, 10, 99, 100, 150} {
-		s := &sim{streams: make([]string, n)}
-		for i := range n {
-			s.streams[i] = StreamName(i, n)
-		}
-		for i, name := range s.streams {
-			if got := s.streamIndex(name); got != i {
-				t.Fatalf("with %d streams, streamIndex(%q) = %d, want %d", n, name, got, i)
-			}
 		}
 	}
 }

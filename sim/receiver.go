@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/courierlab/courier/internal/plant"
@@ -64,7 +65,7 @@ func newReceiver(cfg Receiver, ids []string, streams int) *receiver {
 // EventID(i), so id is parsed, and then compared, so that only the very
 // same string names it (as with a map keyed by ID).
 func eventOf(ids []string, id string) (int, bool) {
-	i, err := atoi(strings.TrimPrefix(id, "e"))
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
 	if err != nil || i < 1 || i > len(ids) || ids[i-1] != id {
 		return 0, false
 	}
