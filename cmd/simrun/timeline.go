@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/courierlab/courier/internal/timeline"
+	"github.com/courierlab/courier/sim/timeline"
 	"github.com/courierlab/courier/sim"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/courierlab/courier/internal/timeline"
+	"github.com/courierlab/courier/sim/timeline"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/scenarios"
 	"github.com/courierlab/courier/sim"
