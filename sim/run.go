@@ -387,11 +387,13 @@ func (s *sim) readFinals() {
 	}
 }
 
-// check judges every stream's log, in stream order.
+// check judges every stream's log, in stream order, with one Checker,
+// whose memory serves each stream in turn.
 func (s *sim) check() []invariants.Violation {
+	var k invariants.Checker
 	var out []invariants.Violation
 	for _, run := range s.runs {
-		out = append(out, invariants.Check(run)...)
+		out = append(out, k.Check(run)...)
 	}
 	return out
 }
