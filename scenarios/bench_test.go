@@ -19,12 +19,9 @@ func BenchmarkScenario(b *testing.B) {
 			for b.Loop() {
 				seed := uint64(i%sc.SeedCount() + 1)
 				i++
-				r, _, err := sc.Run(seed, sim.Options{})
-				if err != nil {
+				if _, _, err := sc.Run(seed, sim.Options{}); err != nil {
 					b.Fatal(err)
 				}
-				sim.Recycle(r) // as simrun bench does
-
 			}
 		})
 	}
@@ -36,8 +33,7 @@ func BenchmarkSwarmSeed(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		_, full := RunSwarmSeed(uint64(i%1000+1), sim.Options{})
-		sim.Recycle(full) // as a sweep does
+		RunSwarmSeed(uint64(i%1000+1), sim.Options{})
 		i++
 	}
 }

@@ -101,8 +101,7 @@ func SweepEach(from uint64, n, parallel int, fn func(SeedResult)) (held int) {
 	for range min(parallel, max(n, 1)) {
 		wg.Go(func() {
 			for i := range jobs {
-				r, full := RunSwarmSeed(from+uint64(i), sim.Options{})
-				sim.Recycle(full) // only the summary is handed out
+				r, _ := RunSwarmSeed(from+uint64(i), sim.Options{})
 				results <- slot{i, r}
 			}
 		})

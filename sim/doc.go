@@ -64,7 +64,16 @@
 // hash (xxHash64: the hash pins a run against regressions and across
 // platforms, nobody is adversarial here, and SHA-256 cost 8% of a run),
 // the observation log the invariants package judged, its
-// violations, and the run's Stats. A caller that keeps only the summary
-// (a sweep) hands the Result to Recycle, so that later runs reuse the
-// memory of its logs.
+// violations, and the run's Stats. Every run allocates its own memory:
+// nothing is kept from one run to the next.
+//
+// # Files
+//
+// world.go is the World a run simulates and its validation; run.go runs
+// it (the event queue, the loop, the result); nodes.go is the senders,
+// each running worker.Worker against the shared store; channel.go the
+// fake network (sends, probes, their answers); receiver.go the fake
+// downstream system; producer.go the producer's offers and resends;
+// faults.go the worker faults and the coverage matrix; trace.go the
+// trace lines and their hash.
 package sim

@@ -4,7 +4,6 @@ package sim_test
 import (
 	"errors"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -382,69 +381,5 @@ func TestStatsAreTheLogs(t *testing.T) {
 	}
 	if zombies == 0 {
 		t.Errorf("no swarm seed made a zombie send: the test does not reach what it checks")
-	}
-}
-
-// TestRecycledFinals: a run's Final records, read into a buffer a
-// recycled result gave back, are the same as a run's that took a new
-// one, and each stream's part is capped, so an append to one cannot
-// write over the next.
-func TestRecycledFinals(t *testing.T) {
-	w := faulty(7)
-	w.Streams = 3
-	run := func() sim.Result {
-		r, err := sim.Run(w, 7, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	first := run()
-	want := make([][]machine.Record, len(first.Runs))
-	for i, r := range first.Runs {
-		want[i] = slices.Clone(r.Final)
-	}
-	sim.Recycle(first)
-	for range 3 { // by now the buffer has been through the pool
-		again := run()
-		for i, r := range again.Runs {
-			if diff := cmp.Diff(want[i], r.Final); diff != "" {
-				t.Fatalf("stream %d's Final after recycling (-first run +again):\n%s", i, diff)
-			}
-			if len(r.Final) == 0 || cap(r.Final) != len(r.Final) {
-				t.Fatalf("stream %d's Final has %d records and room for %d; want some, and no room past them", i, len(r.Final), cap(r.Final))
-			}
-		}
-		sim.Recycle(again)
-	}
-}
-
-// TestRecycledUnread: a run on buffers that recycled results gave back
-// (not cleared, and here filled with junk) is the same run as one on new
-// memory: its logs, Final records, stats, verdict and hash.
-func TestRecycledUnread(t *testing.T) {
-	for _, streams := range []int{1, 3} {
-		w := faulty(11)
-		w.Streams = streams
-		run := func() sim.Result {
-			r, err := sim.Run(w, 11, sim.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
-		want := run() // kept: its memory is never recycled
-		for range 3 {
-			sim.Recycle(run())
-			sim.PoisonRecycled()
-			got := run()
-			if diff := cmp.Diff(want.Runs, got.Runs); diff != "" {
-				t.Fatalf("%d streams: the logs on recycled buffers (-new memory +recycled):\n%s", streams, diff)
-			}
-			if got.Hash != want.Hash || got.Stats != want.Stats || len(got.Violations) != len(want.Violations) {
-				t.Fatalf("%d streams: on recycled buffers hash %s, stats %+v, %d violations; want %s, %+v, %d", streams, got.Hash, got.Stats, len(got.Violations), want.Hash, want.Stats, len(want.Violations))
-			}
-			sim.Recycle(got)
-		}
 	}
 }

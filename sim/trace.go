@@ -128,12 +128,9 @@ const (
 	kInput                      // in, printed by Input.Format
 )
 
-// arg is one argument of a trace line. It is passed by value in a variadic
-// slice that does not escape, so recording a line allocates nothing.
-//
-// An instant is held as its offset from Epoch in n, which is what both its
-// encoding and its text are made from, rather than as a time.Time: every
-// argument of every line is zeroed and passed, and most are not instants.
+// arg is one argument of a trace line: its kind, and its value in the
+// field the kind names. An instant is held as its offset from Epoch in n,
+// which both its encoding and its text are made from.
 type arg struct {
 	k   argKind
 	n   uint64
@@ -146,13 +143,9 @@ func str(s string) arg             { return arg{k: kStr, s: s} }
 func num(n int) arg                { return arg{k: kInt, n: uint64(int64(n))} }
 func unum(n uint64) arg            { return arg{k: kUint, n: n} }
 func dur(d time.Duration) arg      { return arg{k: kDur, n: uint64(int64(d))} }
-func instant(t time.Time) arg      { return arg{k: kInstant, n: uint64(int64(sinceEpoch(t)))} }
+func instant(t time.Time) arg      { return arg{k: kInstant, n: uint64(int64(t.Sub(Epoch)))} }
 func record(r *machine.Record) arg { return arg{k: kRecord, rec: r} }
 func input(in machine.Input) arg   { return arg{k: kInput, in: in} }
-
-// traceFlushBytes is how much encoded trace is buffered before it is fed
-// to the hash.
-const traceFlushBytes = 8 << 10
 
 // value is what fmt prints for a.
 func (a arg) value() any {
@@ -166,7 +159,6 @@ func (a arg) value() any {
 	case kDur:
 		return time.Duration(int64(a.n))
 	case kInstant:
-		// sinceEpoch is t.Sub(Epoch) exactly, and Epoch.Add undoes it.
 		return machine.FormatInstant(Epoch.Add(time.Duration(int64(a.n))), Epoch)
 	case kRecord:
 		return a.rec.Format(Epoch)
@@ -176,137 +168,22 @@ func (a arg) value() any {
 	panic(fmt.Sprintf("sim: trace argument of unknown kind %d", a.k))
 }
 
-// note records one trace line by worker w (nil or unnamed for none): it
-// feeds the line's binary encoding to the hash, and keeps its text only
-// when the run keeps a trace.
+// note records one trace line by node n (nil for none): it feeds the
+// line's binary encoding (its op, instant, node and arguments) to the
+// hash, and keeps its text only when the run keeps a trace.
 func (s *sim) note(n *node, o op, args ...arg) {
 	name := nodeName(n)
-	b := s.lineHead(o, name)
+	var buf [128]byte
+	b := append(buf[:0], byte(o))
+	b = binary.AppendVarint(b, int64(s.elapsed))
+	b = appendString(b, name)
 	for i := range args {
-		// The commonest kinds here, as appendArg encodes them, without
-		// its call: most lines have two to four arguments.
-		switch a := &args[i]; a.k {
-		case kStr:
-			b = appendString(append(b, byte(kStr)), a.s)
-		case kInt:
-			b = appendVarint(append(b, byte(kInt)), int64(a.n))
-		case kUint:
-			b = appendUvarint(append(b, byte(kUint)), a.n)
-		default:
-			b = appendArg(b, a)
-		}
+		b = appendArg(b, &args[i])
 	}
-	s.lineDone(b)
+	s.hash.Write(b)
 	if s.opt.Trace {
 		s.trace = append(s.trace, formatLine(s.now, name, o, args))
 	}
-}
-
-// noteRecord is note(n, o, record(r)), the line of every persisted record,
-// the run's most frequent: it encodes the record directly, without the
-// variadic arg that note zeroes and switches on. A kept trace goes through
-// note, which formats the text from the arg.
-func (s *sim) noteRecord(n *node, o op, r *machine.Record) {
-	if s.opt.Trace {
-		s.note(n, o, record(r))
-		return
-	}
-	b := s.lineHead(o, nodeName(n))
-	b = append(b, byte(kRecord))
-	s.lineDone(appendRecord(b, r))
-}
-
-// line is a trace line being noted by a caller that hands its arguments
-// one at a time, as typed values: note(n, o, str(a), num(b)) is
-// s.line(n, o).str(a).num(b).done(). It spares the hottest lines the
-// args that note zeroes, fills and switches on. With Options.Trace, the
-// text's arguments are decoded from the line's encoding (lineArgs).
-type line struct {
-	s *sim
-	b []byte
-}
-
-// line starts a line of o by worker n (nil for none).
-func (s *sim) line(n *node, o op) line {
-	name := nodeName(n)
-	b := s.lineHead(o, name)
-	if s.opt.Trace {
-		s.lineText = lineText{name: name, o: o, from: len(b)}
-	}
-	return line{s, b}
-}
-
-// lineText is what the text of the line being built is made from: its
-// arguments are its encoding from index from on.
-type lineText struct {
-	name string
-	o    op
-	from int
-}
-
-func (l line) str(v string) line {
-	l.b = appendString(append(l.b, byte(kStr)), v)
-	return l
-}
-
-func (l line) num(v int) line {
-	l.b = appendVarint(append(l.b, byte(kInt)), int64(v))
-	return l
-}
-
-func (l line) unum(v uint64) line {
-	l.b = appendUvarint(append(l.b, byte(kUint)), v)
-	return l
-}
-
-// done ends the line, as note does.
-func (l line) done() {
-	s := l.s
-	if s.opt.Trace {
-		t := &s.lineText
-		s.trace = append(s.trace, formatLine(s.now, t.name, t.o, lineArgs(l.b[t.from:])))
-	}
-	s.lineDone(l.b)
-}
-
-// lineArgs decodes the arguments a line encodes (as line's methods do:
-// strings and integers) for its text.
-func lineArgs(b []byte) []arg {
-	var args []arg
-	for len(b) > 0 {
-		k := argKind(b[0])
-		u, n := binary.Uvarint(b[1:])
-		b = b[1+n:]
-		switch k {
-		case kStr:
-			args, b = append(args, str(string(b[:u]))), b[u:]
-		case kInt:
-			args = append(args, arg{k: kInt, n: uint64(int64(u>>1) ^ -int64(u&1))})
-		case kUint:
-			args = append(args, unum(u))
-		default:
-			panic(fmt.Sprintf("sim: a line's argument of kind %d", k))
-		}
-	}
-	return args
-}
-
-// noteResult is note(n, opIn, input(in)), the line of every outcome a
-// sender is handed, encoded directly as noteRecord's is. Its instant is
-// most often the line's own (a worker's clock unskewed), whose encoding
-// lineHead has just memoized.
-func (s *sim) noteResult(n *node, in *machine.Result) {
-	if s.opt.Trace {
-		s.note(n, opIn, input(in))
-		return
-	}
-	b := s.lineHead(opIn, nodeName(n))
-	b = appendResultBody(append(b, byte(kInput)), in)
-	at, ok := int64(sinceEpoch(in.At)), false
-	if b, ok = s.at.put(b, at); !ok {
-		b = appendVarint(b, at)
-	}
-	s.lineDone(b)
 }
 
 // nodeName is the name a trace line gives node n: none for nil.
@@ -317,61 +194,8 @@ func nodeName(n *node) string {
 	return n.name
 }
 
-// lineHead starts a line's encoding in s.enc: its op, instant and
-// worker. Its arguments follow, then lineDone.
-func (s *sim) lineHead(o op, name string) []byte {
-	b := append(s.enc, byte(o))
-	n, at := len(b), int64(s.elapsed)
-	// The instant's encoding, five to eight bytes of a loop each, is
-	// memoized: the lines of a run come in runs of a few at one instant.
-	// It is copied whole, as one 16-byte move, when b has the room (the
-	// bytes past the encoding are overwritten by what follows or unused).
-	if m := &s.at; m.n != 0 && m.x == at && cap(b)-n >= len(m.enc) {
-		*(*[16]byte)(b[n : n+len(m.enc)]) = m.enc
-		b = b[:n+int(m.n)]
-	} else if b = appendVarint(b, at); cap(b)-n >= len(m.enc) {
-		m.x, m.n, m.enc = at, uint8(len(b)-n), *(*[16]byte)(b[n : n+len(m.enc)])
-	}
-	if name == "" { // every line of a single sender's run, and the world's
-		return append(b, 0) // appendString's, without a copy of nothing
-	}
-	return appendString(b, name)
-}
-
-// varintMemo is the varint encoding of one value (lineHead).
-type varintMemo struct {
-	x   int64
-	n   uint8    // bytes of enc that encode x; 0 for none yet
-	enc [16]byte // the encoding, then whatever followed it
-}
-
-// put is appendVarint(b, x) if x is the value memoized and b has the
-// room to take the encoding as one 16-byte copy (the bytes past it are
-// overwritten by what follows, or unused); it reports whether it was.
-// lineHead spells it out.
-func (m *varintMemo) put(b []byte, x int64) ([]byte, bool) {
-	n := len(b)
-	if m.n == 0 || m.x != x || cap(b)-n < len(m.enc) {
-		return b, false
-	}
-	*(*[16]byte)(b[n : n+len(m.enc)]) = m.enc
-	return b[:n+int(m.n)], true
-}
-
-// lineDone keeps an encoded line, feeding the buffer to the hash once
-// it holds traceFlushBytes.
-func (s *sim) lineDone(b []byte) {
-	if len(b) >= traceFlushBytes {
-		s.hash.Write(b)
-		b = b[:0]
-	}
-	s.enc = b
-}
-
 // traceHash is the 64-bit xxHash of the encoded trace, in 16 hex digits.
 func (s *sim) traceHash() string {
-	s.hash.Write(s.enc)
-	s.enc = s.enc[:0]
 	return fmt.Sprintf("%016x", s.hash.Sum64())
 }
 
@@ -391,32 +215,12 @@ func formatLine(now time.Time, name string, o op, args []arg) string {
 }
 
 func appendString(b []byte, s string) []byte {
-	b = appendUvarint(b, uint64(len(s)))
+	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
-// appendUvarint is binary.AppendUvarint, byte for byte, with the one-byte
-// case (most lengths, sequence numbers, attempts) inlined at the caller:
-// binary's is a call every time.
-func appendUvarint(b []byte, x uint64) []byte {
-	if x < 0x80 {
-		return append(b, byte(x))
-	}
-	return binary.AppendUvarint(b, x)
-}
-
-// appendVarint is binary.AppendVarint, byte for byte: the same zig-zag
-// mapping, then appendUvarint.
-func appendVarint(b []byte, x int64) []byte {
-	ux := uint64(x) << 1
-	if x < 0 {
-		ux = ^ux
-	}
-	return appendUvarint(b, ux)
-}
-
 func appendInstant(b []byte, t time.Time) []byte {
-	return appendVarint(b, int64(sinceEpoch(t)))
+	return binary.AppendVarint(b, int64(t.Sub(Epoch)))
 }
 
 // appendArg encodes one argument: its kind, then its value. A record is
@@ -428,9 +232,9 @@ func appendArg(b []byte, a *arg) []byte {
 	case kStr:
 		return appendString(b, a.s)
 	case kInt, kDur, kInstant: // an instant as appendInstant encodes it
-		return appendVarint(b, int64(a.n))
+		return binary.AppendVarint(b, int64(a.n))
 	case kUint:
-		return appendUvarint(b, a.n)
+		return binary.AppendUvarint(b, a.n)
 	case kRecord:
 		return appendRecord(b, a.rec)
 	case kInput:
@@ -441,9 +245,9 @@ func appendArg(b []byte, a *arg) []byte {
 
 func appendRecord(b []byte, r *machine.Record) []byte {
 	b = appendString(b, r.ID)
-	b = appendUvarint(b, r.Seq)
+	b = binary.AppendUvarint(b, r.Seq)
 	b = append(b, byte(r.State))
-	b = appendVarint(b, int64(r.Attempts))
+	b = binary.AppendVarint(b, int64(r.Attempts))
 	if !r.State.Terminal() {
 		b = appendInstant(b, r.NextAt)
 	}
@@ -467,25 +271,21 @@ func appendInput(b []byte, in machine.Input) []byte {
 	case machine.Accept:
 		b = append(b, inAccept)
 		b = appendString(b, in.ID)
-		b = appendUvarint(b, uint64(len(in.Payload)))
+		b = binary.AppendUvarint(b, uint64(len(in.Payload)))
 		return appendInstant(b, in.At)
 	case machine.Adopt:
 		b = append(b, inAdopt)
 		b = appendString(b, in.Record.ID)
-		b = appendUvarint(b, in.Record.Seq)
-		b = appendUvarint(b, uint64(len(in.Record.Payload)))
+		b = binary.AppendUvarint(b, in.Record.Seq)
+		b = binary.AppendUvarint(b, uint64(len(in.Record.Payload)))
 		return appendInstant(b, in.At)
 	case machine.Tick:
 		b = append(b, inTick)
 		return appendInstant(b, in.At)
 	case machine.Result:
 		return appendResult(b, &in)
-	case *machine.Result:
-		return appendResult(b, in)
 	case machine.ProbeResult:
 		return appendProbeResult(b, &in)
-	case *machine.ProbeResult:
-		return appendProbeResult(b, in)
 	}
 	// An input kind this encoder does not know: encode its text, so the
 	// hash still pins it.
@@ -493,25 +293,18 @@ func appendInput(b []byte, in machine.Input) []byte {
 	return appendString(b, in.Format(Epoch))
 }
 
-// appendResult and appendProbeResult encode a result, whether the input is
-// the value or a pointer to it (which the simulator passes to spare an
-// allocation).
 func appendResult(b []byte, in *machine.Result) []byte {
-	return appendInstant(appendResultBody(b, in), in.At)
-}
-
-// appendResultBody is appendResult but for the instant, which ends it.
-func appendResultBody(b []byte, in *machine.Result) []byte {
 	b = append(b, inResult)
 	b = appendString(b, in.ID)
-	b = appendVarint(b, int64(in.Attempt))
+	b = binary.AppendVarint(b, int64(in.Attempt))
 	b = append(b, byte(in.Outcome))
-	return appendVarint(b, int64(in.RetryAfter))
+	b = binary.AppendVarint(b, int64(in.RetryAfter))
+	return appendInstant(b, in.At)
 }
 
 func appendProbeResult(b []byte, in *machine.ProbeResult) []byte {
 	b = append(b, inProbeResult)
-	b = appendUvarint(b, in.N)
+	b = binary.AppendUvarint(b, in.N)
 	if in.Healthy {
 		b = append(b, 1)
 	} else {

@@ -93,12 +93,10 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 // also finds by running a benchmark until its -benchtime.
 func benchScenario(sc scenarios.Scenario, n int, minWall time.Duration) (string, error) {
 	// One untimed run first: the process's first run pays for growing its
-	// heap and filling the simulator's pools, which no later run does.
-	r, _, err := sc.Run(1, sim.Options{})
-	if err != nil {
+	// heap, which no later run does.
+	if _, _, err := sc.Run(1, sim.Options{}); err != nil {
 		return "", err
 	}
-	sim.Recycle(r)
 	var total benchTotal
 	for total.runs == 0 || total.wall < minWall {
 		if err := total.round(sc, n); err != nil {
@@ -138,7 +136,6 @@ func (t *benchTotal) round(sc scenarios.Scenario, n int) error {
 		t.runs++
 		t.events += r.Stats.Accepted
 		t.virtual += r.Stats.End
-		sim.Recycle(r) // only its stats are kept
 	}
 	return nil
 }

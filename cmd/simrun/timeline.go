@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/courierlab/courier/internal/timeline"
 	"github.com/courierlab/courier/sim"
+	"github.com/courierlab/courier/sim/timeline"
 )
 
 // openOutput creates the output file path ("" for none) before any run,

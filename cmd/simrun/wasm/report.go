@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/courierlab/courier/internal/timeline"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/scenarios"
 	"github.com/courierlab/courier/sim"
+	"github.com/courierlab/courier/sim/timeline"
 )
 
 // report is one run as the page shows it.

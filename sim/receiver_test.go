@@ -2,7 +2,6 @@
 package sim
 
 import (
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -129,7 +128,7 @@ func TestReceiver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			switchOn(t, tt.bug)
-			r := newReceiver(tt.cfg, receiverIDs, 1, make([]recvEvent, len(receiverIDs)), nil)
+			r := newReceiver(tt.cfg, receiverIDs, 1)
 			var g got
 			for _, d := range tt.deliveries {
 				v := r.deliver(0, slices.Index(receiverIDs, d.id), d.seq)
@@ -170,7 +169,7 @@ func TestReceiverConfigIDs(t *testing.T) {
 		Poison:   []string{"e01", "e003", "e4", "x", "e", "e-1", "e000"},
 		Stubborn: []Stubborn{{ID: "e1", Failures: 3}, {ID: "e002", Failures: 1}, {ID: "e002", Failures: 2}},
 	}
-	r := newReceiver(cfg, ids, 1, make([]recvEvent, len(ids)), nil)
+	r := newReceiver(cfg, ids, 1)
 	var verdicts []string
 	for _, i := range []int{0, 1, 2, 1, 1, 1} {
 		verdicts = append(verdicts, r.deliver(0, i, uint64(i+1)).String())
@@ -233,40 +232,5 @@ func TestWindow(t *testing.T) {
 	}
 	if diff := cmp.Diff("[1s,2s)", w.String()); diff != "" {
 		t.Errorf("Window.String (-want +got):\n%s", diff)
-	}
-}
-
-// track and claim say an attempt's first answer is the first, of any of
-// its flights, as the map by attemptKey they replace did: held to that map
-// over random sends and answers, with few nodes, incarnations, events and
-// attempts so that flights share keys often, and an ID that is not the
-// very string of its event's ("e01") so that the string counts too.
-func TestTrackIsMapByKey(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	nodes := []*node{{}, {}}
-	ids := []string{"e001", "e002", "e003"}
-	for run := range 200 {
-		s := &sim{lastFlight: make([]*flight, len(ids))}
-		answered := map[attemptKey]bool{}
-		var flights []*flight
-		for step := range 300 {
-			if len(flights) == 0 || r.IntN(3) == 0 {
-				n, i := nodes[r.IntN(len(nodes))], r.IntN(len(ids))
-				id := ids[i]
-				if i == 0 && r.IntN(4) == 0 {
-					id = "e01"
-				}
-				f := &flight{n: n, key: attemptKey{n, r.IntN(2), id, 1 + r.IntN(3)}, event: i}
-				s.track(f)
-				flights = append(flights, f)
-				continue
-			}
-			f := flights[r.IntN(len(flights))]
-			want := !answered[f.key]
-			answered[f.key] = true
-			if got := f.claim(); got != want {
-				t.Fatalf("run %d, step %d: claim of %+v = %v, want %v", run, step, f.key, got, want)
-			}
-		}
 	}
 }

@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"slices"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 )
 
@@ -85,21 +89,75 @@ func (s *sim) coverEvent(f Fault, i int) {
 }
 
 // coverAll counts fault f meeting every state some record in the store
-// is in. Those states are kept until the store is written again (as
-// settled keeps its answer): a store outage refuses a call at every poll,
-// and each refusal is counted here.
+// is in.
 func (s *sim) coverAll(f Fault) {
-	if s.statesAt != s.writes {
-		s.statesAt, s.states = s.writes, [machine.Dead + 1]bool{}
-		for _, name := range s.streams {
-			for st, n := range s.store.StateCounts(name) {
-				s.states[st] = s.states[st] || n > 0
-			}
+	var present [machine.Dead + 1]bool
+	for _, name := range s.streams {
+		for st, n := range s.store.StateCounts(name) {
+			present[st] = present[st] || n > 0
 		}
 	}
-	for st, ok := range s.states {
+	for st, ok := range present {
 		if ok {
 			s.stats.Coverage[f][st]++
 		}
 	}
+}
+
+// crash kills node n: its worker and its memory are gone, its lease left
+// to expire. It comes back after down as a new incarnation.
+func (s *sim) crash(n *node, down time.Duration, why string) {
+	if n.down {
+		s.note(n, opAlreadyDown)
+		return
+	}
+	s.stats.Restarts++
+	s.coverAll(FaultWorkerCrash)
+	s.note(n, opCrash, dur(down))
+	for i := range s.runs { // it concerns every stream
+		s.observeIn(i, invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
+	}
+	n.down, n.w = true, nil
+	n.inc++
+	n.wake++
+	n.waking = false
+	n.frozenUntil, n.stalled = 0, false
+	s.q.schedule(s.elapsed+down, func() {
+		n.down = false
+		s.note(n, opComesBack, str(n.name), num(n.inc))
+		s.boot(n)
+	})
+}
+
+// due returns the first of faults (pauses or stalls, by At) due for n
+// now, removing it, if it ends by FaultsEnd. It strikes a node that owns
+// a stream, so that it stalls holding it.
+func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
+	if len(*faults) == 0 || !s.holds(n, false) {
+		return Pause{}, false
+	}
+	for i, p := range *faults {
+		if s.elapsed < p.At {
+			break
+		}
+		if p.Worker == Owner || s.nodes[p.Worker] == n {
+			*faults = slices.Delete(*faults, i, i+1)
+			return p, s.elapsed+p.For <= s.w.FaultsEnd
+		}
+	}
+	return Pause{}, false
+}
+
+// freeze stalls n for d; then, unless it crashed meanwhile, fn runs.
+func (s *sim) freeze(n *node, d time.Duration, fn func()) {
+	n.frozenUntil, n.stalled = s.elapsed+d, true
+	inc := n.inc
+	s.q.schedule(n.frozenUntil, func() {
+		if inc != n.inc || n.down {
+			return // it crashed in its stall
+		}
+		n.stalled = false
+		s.note(n, opWakes)
+		fn()
+	})
 }

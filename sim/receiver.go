@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/courierlab/courier/internal/plant"
@@ -42,22 +43,11 @@ const (
 	rejectedStubborn
 )
 
-// newReceiver returns a receiver for the workload ids, spread over streams
-// streams, keeping its events' state in events (len(ids) zero values, to
-// be reused by a later run), and the IDs it applies in order, in room
-// from a past run (empty, if not nil). A poison or stubborn ID that is not
-// one of ids is never delivered, so it is left out.
-func newReceiver(cfg Receiver, ids []string, streams int, events []recvEvent, order []string) *receiver {
-	r := &receiver{order: order}
-	r.reset(cfg, ids, streams, events)
-	return r
-}
-
-// reset makes r a new receiver, as newReceiver does, keeping the room
-// of its order and lastSeq for this run.
-func (r *receiver) reset(cfg Receiver, ids []string, streams int, events []recvEvent) {
-	clear(r.order) // IDs of a past run
-	*r = receiver{cfg: cfg, ids: ids, events: events, order: r.order[:0], lastSeq: zeroed(r.lastSeq, max(streams, 1))}
+// newReceiver returns a receiver for the workload ids, spread over
+// streams streams. A poison or stubborn ID that is not one of ids is never
+// delivered, so it is left out.
+func newReceiver(cfg Receiver, ids []string, streams int) *receiver {
+	r := &receiver{cfg: cfg, ids: ids, events: make([]recvEvent, len(ids)), lastSeq: make([]uint64, max(streams, 1))}
 	for _, id := range cfg.Poison {
 		if i, ok := eventOf(ids, id); ok {
 			r.events[i].poison = true
@@ -68,13 +58,14 @@ func (r *receiver) reset(cfg Receiver, ids []string, streams int, events []recvE
 			r.events[i].stubborn = s.Failures
 		}
 	}
+	return r
 }
 
 // eventOf is the index in ids of id, if it is one of them: ids[i] is
 // EventID(i), so id is parsed, and then compared, so that only the very
 // same string names it (as with a map keyed by ID).
 func eventOf(ids []string, id string) (int, bool) {
-	i, err := atoi(strings.TrimPrefix(id, "e"))
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "e"))
 	if err != nil || i < 1 || i > len(ids) || ids[i-1] != id {
 		return 0, false
 	}

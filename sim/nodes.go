@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
@@ -40,62 +39,34 @@ var bg = context.Background()
 // node is one worker process.
 type node struct {
 	name string // w1, w2, ...
-	idx  int    // its index in sim.nodes, and its wake's in queue.wakes
+	idx  int    // its index in sim.nodes
 	inc  int    // incarnation, from 1; a crash starts a new one
 	skew time.Duration
 	w    *worker.Worker // nil while down
 	down bool
 
 	// wake names the scheduled call of Advance; older ones are stale.
-	// wakeAt is its instant on the virtual clock, as an offset from Epoch
-	// as the queue keys it, if waking: a wake is pending.
+	// wakeAt is its instant on the virtual clock, if waking: a wake is
+	// pending.
 	wake   int
 	wakeAt time.Duration
 	waking bool
 
-	frozenUntil time.Time // a stalled node does nothing before this
+	frozenUntil time.Duration // a stalled node does nothing before this (since Epoch)
 	stalled     bool
-
-	// ownerName is owner() of incarnation ownerInc: it is asked for at
-	// every lease renewal.
-	ownerName string
-	ownerInc  int
-
-	// store is the store as this node's workers see it. Its methods take
-	// a pointer, so that the worker's calls through store.Store do not go
-	// through a wrapper that copies it.
-	store nodeStore
 }
 
+// owner is the lease owner of n's current incarnation.
 func (n *node) owner() string {
-	if n.ownerInc != n.inc {
-		name := n.name
-		if name == "" {
-			name = "sender"
-		}
-		n.ownerName, n.ownerInc = name+"#"+strconv.Itoa(n.inc), n.inc
+	name := n.name
+	if name == "" {
+		name = "sender"
 	}
-	return n.ownerName
+	return fmt.Sprintf("%s#%d", name, n.inc)
 }
 
-// clock is node n's reading of the virtual clock, skew included. Most
-// nodes have none, and Time.Add is not free: a skewed reading is built
-// from its offset from Epoch as epochAdd builds now, the same value as
-// now.Add(skew) (TestClockIsNowAdd), unless the offset overflows.
-func (s *sim) clock(n *node) time.Time {
-	if n.skew == 0 {
-		return s.now // inlined, as most of the calls come here
-	}
-	return s.skewed(n)
-}
-
-// skewed is clock for a node with a skew.
-func (s *sim) skewed(n *node) time.Time {
-	if d := s.elapsed + n.skew; (d > s.elapsed) == (n.skew > 0) {
-		return epochAdd(d)
-	}
-	return s.now.Add(n.skew)
-}
+// clock is node n's reading of the virtual clock, skew included.
+func (s *sim) clock(n *node) time.Time { return s.now.Add(n.skew) }
 
 // workers is the cluster a world runs: World.Cluster, or the single
 // sender as a cluster of one.
@@ -109,14 +80,9 @@ func workers(w World) Cluster {
 // initNodes makes the nodes and the allowances their faults need.
 func (s *sim) initNodes() {
 	c := s.cfg
-	// The nodes live in the buffers, kept for later runs.
-	b := s.buf
-	b.nodes = zeroed(b.nodes, c.Workers)
-	b.nodeRefs = zeroed(b.nodeRefs, c.Workers)
-	s.nodes = b.nodeRefs
+	s.nodes = make([]*node, c.Workers)
 	for i := range c.Workers {
-		n := &b.nodes[i]
-		n.idx, n.inc = i, 1
+		n := &node{idx: i, inc: 1}
 		if s.w.Cluster.Workers > 0 {
 			n.name = fmt.Sprintf("w%d", i+1)
 		} // else "": the single sender, as the checker knows it
@@ -167,26 +133,25 @@ func (s *sim) startNodes() {
 	c := s.cfg
 	for i, n := range s.nodes {
 		first := c.Poll * time.Duration(i) / time.Duration(len(s.nodes))
-		s.q.scheduleChore(Epoch.Add(first), func() { s.boot(n) })
+		s.q.scheduleChore(first, func() { s.boot(n) })
 	}
 	for _, f := range c.Crashes {
-		s.q.schedule(Epoch.Add(f.At), func() { s.crash(s.target(f.Worker), f.For, "crashed") })
+		s.q.schedule(f.At, func() { s.crash(s.target(f.Worker), f.For, "crashed") })
 	}
 }
 
 // boot starts a node's current incarnation: a new worker, owning nothing.
 func (s *sim) boot(n *node) {
 	c := s.cfg
-	n.store = nodeStore{Store: s.store, s: s, n: n}
 	w, err := worker.New(worker.Config{
 		Owner:       n.owner(),
-		Store:       &n.store,
+		Store:       &nodeStore{Store: s.store, s: s, n: n},
 		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
-		Observer:    &nodeObserver{s, n},
+		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, &ev) }),
 	})
 	if err != nil {
 		panic(fmt.Sprintf("sim: seed %d: %s: %v", s.seed, n.name, err))
@@ -229,44 +194,10 @@ func (s *sim) target(i int) *node {
 	return s.nodes[0]
 }
 
-// due returns the first of faults (pauses or stalls, by At) due for n
-// now, removing it, if it ends by FaultsEnd. It strikes a node that owns
-// a stream, so that it stalls holding it.
-func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
-	if len(*faults) == 0 || !s.holds(n, false) {
-		return Pause{}, false
-	}
-	for i, p := range *faults {
-		// As offsets from Epoch: now.Before(Epoch.Add(p.At)), and
-		// now.Add(p.For).Sub(Epoch) (after), without Time's arithmetic.
-		if s.elapsed < p.At {
-			break
-		}
-		if p.Worker == Owner || s.nodes[p.Worker] == n {
-			*faults = slices.Delete(*faults, i, i+1)
-			return p, s.after(p.For) <= s.w.FaultsEnd
-		}
-	}
-	return Pause{}, false
-}
-
-// freeze stalls n for d; then, unless it crashed meanwhile, fn runs.
-func (s *sim) freeze(n *node, d time.Duration, fn func()) {
-	n.frozenUntil, n.stalled = s.now.Add(d), true
-	inc := n.inc
-	s.q.schedule(n.frozenUntil, func() {
-		if inc != n.inc || n.down {
-			return // it crashed in its stall
-		}
-		n.stalled = false
-		s.note(n, opWakes)
-		fn()
-	})
-}
-
 // reschedule sets n's next Advance at its worker's Next, unless one is set
-// as early already. Advances are background chores: a run whose store is
-// settled does not wait for them.
+// as early already. Advances are chores: a run whose store is settled
+// does not wait for them. A wake superseded (by an earlier one, or a
+// crash) stays in the queue and does nothing when it comes (woken).
 func (s *sim) reschedule(n *node) {
 	if n.w == nil || n.down {
 		return
@@ -275,14 +206,7 @@ func (s *sim) reschedule(n *node) {
 	if next.IsZero() {
 		return
 	}
-	// Judged as offsets from Epoch, the queue's keys: integers, where
-	// Time.Before compares seconds and nanoseconds apart. The order is
-	// the same for every instant within 292 years of Epoch, beyond which
-	// the queue cannot key two instants apart anyway. The skew comes off
-	// the offset, as Time.Add(-skew) would take it off the instant, but
-	// without Add's call and overflow check: a run's instants are
-	// centuries from overflowing.
-	at := sinceEpoch(next) - n.skew
+	at := next.Sub(Epoch) - n.skew
 	if at < s.elapsed {
 		at = s.elapsed
 	}
@@ -291,30 +215,18 @@ func (s *sim) reschedule(n *node) {
 	}
 	n.wake++
 	n.wakeAt, n.waking = at, true
-	s.q.scheduleWake(at, n, n.inc, n.wake)
+	inc, token := n.inc, n.wake
+	s.q.scheduleChore(at, func() { s.woken(n, inc, token) })
 }
 
 // happen makes h happen: a node's happening only if the node is still the
 // incarnation it was scheduled for.
-func (s *sim) happen(h *happening) {
-	switch h.what {
-	case doFunc:
-		h.do()
-	case doWake:
-		s.woken(h.n, int(h.inc), int(h.wake))
-	case doArrive:
-		s.arrive(h.f)
-	case doForNode, doAnswer, doProbeAnswer:
+func (s *sim) happen(h happening) {
+	if h.n != nil {
 		s.forNode(h)
-	case doOffer:
-		s.offer(int(h.event), int(h.copy))
-	case doAckTimeout:
-		s.ackTimeout(int(h.event), int(h.copy))
-	case doNothing:
-		// A superseded wake: woken would find its number stale.
-	default:
-		panic(fmt.Sprintf("sim: seed %d: a happening of unknown kind %d", s.seed, h.what))
+		return
 	}
+	h.do()
 }
 
 // woken is n's scheduled Advance coming, as its wake number token of
@@ -338,10 +250,6 @@ func (s *sim) woken(n *node, inc, token int) {
 // that stands between it and a stale write.
 func (s *sim) advance(n *node) {
 	at := s.clock(n)
-	if len(s.stalls) == 0 {
-		s.advanceAt(n, at) // most runs have no stall: due would say so, at a call's cost
-		return
-	}
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
@@ -420,9 +328,7 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 	for _, x := range sends {
 		s.stats.Sends++
 		i := s.streamOf(x.ID)
-		e := s.observeIn(i)
-		e.Kind, e.ID = invariants.Sent, x.ID
-		e.Worker, e.Token, e.Seq, e.Attempt = n.name, x.Token, x.Seq, x.Attempt.Attempt
+		s.observeIn(i, invariants.Entry{Kind: invariants.Sent, ID: x.ID, Worker: n.name, Token: x.Token, Seq: x.Seq, Attempt: x.Attempt.Attempt})
 		// A send under a token older than one granted before it in its
 		// stream's log is a zombie's: counted here, as the log is made,
 		// not by a pass over the logs (TestStatsAreTheLogs).
@@ -439,58 +345,25 @@ func (s *sim) perform(n *node, sends []worker.Send, probes []worker.Probe) {
 
 // later schedules fn for node n at the instant at. When it comes, a node
 // that crashed since does nothing, and a stalled one does it when it wakes.
-func (s *sim) later(n *node, at time.Time, fn func()) {
-	s.q.scheduleFor(at, n, n.inc, fn)
+func (s *sim) later(n *node, at time.Duration, fn func()) {
+	s.q.push(happening{at: at, do: fn, n: n, inc: n.inc})
 }
 
-// forNode makes h, scheduled for incarnation h.inc of node h.n (by later,
-// or a flight's or probe's answer), happen.
-func (s *sim) forNode(h *happening) {
+// forNode makes h, scheduled for incarnation h.inc of node h.n (by later),
+// happen.
+func (s *sim) forNode(h happening) {
 	n := h.n
 	switch {
-	case int(h.inc) != n.inc || n.down:
+	case h.inc != n.inc || n.down:
 		return
 	case n.stalled:
 		// Queued behind the stall: the interrupted call, scheduled at
 		// frozenUntil first, must finish before anything else.
-		s.q.postpone(n.frozenUntil, *h)
+		h.at = n.frozenUntil
+		s.q.push(h)
 		return
 	}
-	switch h.what {
-	case doAnswer:
-		s.answer(h.f, h.answer)
-	case doProbeAnswer:
-		s.probeAnswer(h.probe)
-	default:
-		h.do()
-	}
-}
-
-// crash kills node n: its worker and its memory are gone, its lease left
-// to expire. It comes back after down as a new incarnation.
-func (s *sim) crash(n *node, down time.Duration, why string) {
-	if n.down {
-		s.note(n, opAlreadyDown)
-		return
-	}
-	s.stats.Restarts++
-	s.coverAll(FaultWorkerCrash)
-	s.note(n, opCrash, dur(down))
-	for i := range s.runs { // it concerns every stream
-		e := s.observeIn(i)
-		e.Kind, e.Worker, e.Detail = invariants.Restarted, n.name, why
-	}
-	n.down, n.w = true, nil
-	n.inc++
-	n.wake++
-	n.waking = false
-	s.q.supersede(n.idx) // its pending wake, now stale
-	n.frozenUntil, n.stalled = time.Time{}, false
-	s.q.schedule(s.now.Add(down), func() {
-		n.down = false
-		s.note(n, opComesBack, str(n.name), num(n.inc))
-		s.boot(n)
-	})
+	h.do()
 }
 
 // observed turns a worker's event into trace lines and the checker's
@@ -504,7 +377,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 			s.persisted(n, &ev.Records[i])
 		}
 	case worker.Sent:
-		s.line(n, opSend).str(ev.ID).num(ev.Attempt).unum(ev.Seq).done()
+		s.note(n, opSend, str(ev.ID), num(ev.Attempt), unum(ev.Seq))
 		return
 	case worker.Probed:
 		probe, _ := strconv.ParseUint(ev.Detail, 10, 64)
@@ -529,40 +402,20 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
 	}
-	if entryless(ev.Kind) {
-		return // not worth observe.Worker's copy of the event
+	if ev.Stream == "" {
+		// A failed ClaimDue is of no stream, and makes no entry.
+		if len(observe.Worker(nil, n.name, *ev)) > 0 {
+			panic(fmt.Sprintf("sim: seed %d: a worker event of no stream to log: %v", s.seed, ev.Kind))
+		}
+		return
 	}
-	// Straight into the log, rather than through a batch copied entry by
-	// entry: an entry is some 260 bytes.
-	l := s.log
-	from := len(l.entries)
-	l.reserve(len(ev.Records) + 2) // what observe.Worker appends at most
-	l.entries = observe.Worker(l.entries, n.name, *ev)
-	l.stamp(s.streamIndex(ev.Stream), from, s.now)
-}
-
-// entryless reports whether observe.Worker makes no entry of a worker
-// event of kind k (TestEntrylessKindsMakeNoEntries holds it to it). Lease
-// grants and renewals, a good part of a run's events, are among them: a
-// recorder logs those from the store's replies (nodeStore).
-func entryless(k worker.Kind) bool {
-	switch k {
-	case worker.LeaseGranted, worker.LeaseRenewed, worker.LeaseLost, worker.LeaseReleased,
-		worker.ReplyDropped, worker.StoreFailed, worker.Purged, worker.Faulted:
-		return true
+	r := &s.runs[s.streamIndex(ev.Stream)]
+	from := len(r.Entries)
+	r.Entries = observe.Worker(r.Entries, n.name, *ev)
+	for j := from; j < len(r.Entries); j++ {
+		r.Entries[j].At, r.Entries[j].Step = s.now, j
 	}
-	return false
 }
-
-// nodeObserver is node n's worker's Observer. It is a type of its own
-// rather than an ObserverFunc around a closure: an event (some 200
-// bytes) is then copied once on its way to observed, not three times.
-type nodeObserver struct {
-	s *sim
-	n *node
-}
-
-func (o *nodeObserver) Observe(ev worker.Event) { o.s.observed(o.n, &ev) }
 
 // storeFailed notes a store call the worker saw fail. The simulator's
 // store fails only as injected (unavailable) or as the contract says
@@ -571,8 +424,7 @@ func (s *sim) storeFailed(n *node, ev *worker.Event) {
 	switch {
 	case errors.Is(ev.Err, store.ErrInvalidWrite):
 		s.note(n, opWriteRejected, str(ev.Err.Error()))
-		e := s.observeIn(s.streamIndex(ev.Stream))
-		e.Kind, e.Worker, e.Token, e.Detail = invariants.WriteRejected, n.name, ev.Token, ev.Err.Error()
+		s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.WriteRejected, Worker: n.name, Token: ev.Token, Detail: ev.Err.Error()})
 	case errors.Is(ev.Err, store.ErrUnavailable):
 		s.note(n, opStoreRefusal, str(ev.Op))
 		s.coverAll(FaultStoreRefusal)
@@ -590,12 +442,12 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 	if n == nil {
 		o = opStorePersist
 	}
-	s.noteRecord(n, o, r)
+	s.note(n, o, record(r))
 	if r.State.Terminal() {
 		s.lastSettle = s.now
 	}
 	if s.w.MaxDuration == 0 {
-		s.end = max(s.end, sinceEpoch(r.AcceptedAt)+s.settleWithin())
+		s.end = max(s.end, r.AcceptedAt.Sub(Epoch)+s.settleWithin())
 	}
 }
 
@@ -628,8 +480,7 @@ func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Durati
 		i := s.streamIndex(l.Stream)
 		s.granted[i] = max(s.granted[i], l.Token)
 		s.stats.LeaseGrants++
-		e := s.observeIn(i)
-		e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseGranted, ns.n.name, l.Token, l.Expires, owner
+		s.observeIn(i, invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
 	}
 	return ls, err
 }
@@ -657,8 +508,7 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 
 // renewed logs the renewal of lease l in stream i's log.
 func (ns *nodeStore) renewed(i int, l store.Lease) {
-	e := ns.s.observeIn(i)
-	e.Kind, e.Worker, e.Token, e.Until, e.Detail = invariants.LeaseRenewed, ns.n.name, l.Token, l.Expires, ns.n.owner()
+	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.n.owner()})
 }
 
 func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
@@ -668,43 +518,4 @@ func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update
 func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
 	recs, err := ns.Store.Pending(ctx, l, after, limit)
 	return recs, ns.fenced(err)
-}
-
-// enqueue is a producer's offer: straight into the store, which
-// acknowledges it once durable. The first node is the producer's host: it
-// is notified, as a local producer's worker is (courier.Service.Publish).
-func (s *sim) enqueue(i int, payload []byte) {
-	id, stream := s.ids[i], s.streams[i%len(s.streams)]
-	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
-	s.scratchRecord = stored.Machine() // see scratchResult
-	rec := &s.scratchRecord
-	if err != nil {
-		if !errors.Is(err, store.ErrUnavailable) {
-			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
-		}
-		s.note(nil, opEnqueueRefused, str(id))
-		s.observe(invariants.Refused, id).Detail = "store unavailable"
-		s.coverEvent(FaultStoreRefusal, i)
-		return
-	}
-	if created {
-		s.persisted(nil, rec)
-		e := s.observe(invariants.Persisted, rec.ID)
-		e.Worker, e.Seq, e.Record = "store", rec.Seq, *rec
-		s.line(nil, opStoreAck).str(rec.ID).unum(rec.Seq).done()
-	} else {
-		s.line(nil, opStoreAckDuplicate).str(rec.ID).unum(rec.Seq).done()
-		s.stats.DuplicateAcks++
-	}
-	s.observe(invariants.Acked, rec.ID).Seq = rec.Seq
-	s.acked[i] = true
-	if n := s.nodes[0]; !n.down && n.w != nil {
-		n.w.Notify(stream)
-		s.reschedule(n)
-	}
-}
-
-// reply builds a send's outcome as the channel reports it.
-func reply(x worker.Send, o machine.Outcome, retryAfter time.Duration) worker.Reply {
-	return x.Reply(channel.Outcome{Result: o, RetryAfter: retryAfter})
 }

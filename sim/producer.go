@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/store"
+)
+
+// offer is the producer offering event i of the workload; copy counts
+// its offers.
+func (s *sim) offer(i, copy int) {
+	id := s.ids[i]
+	if s.firstOffer.IsZero() {
+		s.firstOffer = s.now
+	}
+	s.stats.Offers++
+	s.note(nil, opOffer, str(id), num(copy))
+	s.observe(invariants.Entry{Kind: invariants.Offered, ID: id})
+	s.coverEvent(FaultDuplicateOffer, i)
+	// Each copy differs, so a store or machine that let a second offer
+	// replace the first would show in the checker's identity check.
+	payload := fmt.Appendf(nil, `{"event":%q,"copy":%d}`, id, copy)
+	if s.w.Producer.SamePayload {
+		// Identical payloads for distinct events: only IDs tell them apart.
+		payload = fmt.Appendf(nil, `{"copy":%d}`, copy)
+	}
+	s.enqueue(i, payload)
+	// The producer keeps the event until it is acknowledged.
+	s.q.schedule(s.elapsed+s.w.Producer.AckTimeout, func() { s.ackTimeout(i, copy) })
+}
+
+// ackTimeout is the producer's wait for offer copy of event i ending: it
+// offers the event again if it is still not acknowledged.
+func (s *sim) ackTimeout(i, copy int) {
+	if !s.acked[i] {
+		s.note(nil, opReoffer, str(s.ids[i]))
+		s.offer(i, copy+1)
+	}
+}
+
+// enqueue is a producer's offer: straight into the store, which
+// acknowledges it once durable. The first node is the producer's host: it
+// is notified, as a local producer's worker is (courier.Service.Publish).
+func (s *sim) enqueue(i int, payload []byte) {
+	id, stream := s.ids[i], s.streams[i%len(s.streams)]
+	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
+	rec := stored.Machine()
+	if err != nil {
+		if !errors.Is(err, store.ErrUnavailable) {
+			panic(fmt.Sprintf("sim: seed %d: enqueue %s: %v", s.seed, id, err))
+		}
+		s.note(nil, opEnqueueRefused, str(id))
+		s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: "store unavailable"})
+		s.coverEvent(FaultStoreRefusal, i)
+		return
+	}
+	if created {
+		s.persisted(nil, &rec)
+		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: rec.ID, Worker: "store", Seq: rec.Seq, Record: rec})
+		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
+	} else {
+		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
+		s.stats.DuplicateAcks++
+	}
+	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
+	s.acked[i] = true
+	if n := s.nodes[0]; !n.down && n.w != nil {
+		n.w.Notify(stream)
+		s.reschedule(n)
+	}
+}
