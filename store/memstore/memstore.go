@@ -361,12 +361,14 @@ func (s *Store) checkBatch(stream string, ups []store.Update) ([]*store.Record, 
 	seen := make(map[string]bool, len(ups))
 	for i := range ups {
 		u := &ups[i]
-		if err := store.CheckName("save", "update id", u.ID); err != nil {
-			return nil, err
-		}
 		r, ok := s.ids[u.ID]
 		switch {
 		case !ok:
+			// An ID the store holds was checked when it was enqueued; one
+			// it does not hold may not even be a name.
+			if err := store.CheckName("save", "update id", u.ID); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
 		case seen[u.ID]:
 			// Two versions of one record in one batch: which one is
@@ -573,22 +575,31 @@ func (s *Store) grant(st *stream, owner string, now time.Time, ttl time.Duration
 }
 
 // held returns l's stream if l is its valid current lease, or an error
-// wrapping store.ErrStaleLease that says why it is not.
+// that says why it is not: ErrBadArgument if a name the lease carries is
+// not text, else one wrapping store.ErrStaleLease. A lease that matches
+// the stream's current one needs no name check: the store checked its
+// stream and owner when it granted it. Only a lease that does not match
+// is checked, so that a bad name is reported as what it is.
 func (s *Store) held(op string, l store.Lease, now time.Time) (*stream, error) {
-	if err := store.CheckLease(op, l); err != nil {
-		return nil, err
-	}
 	st := s.streams[l.Stream]
-	switch {
-	case st != nil && st.lease.Token != 0 && plant.On(plant.SkipFencing):
-		return st, nil // the planted bug: any lease on the stream will do
-	case st == nil:
-		return nil, store.CheckHeld(op, store.Held{}, l, now)
+	var h store.Held
+	if st != nil {
+		h = st.lease
+	}
+	if st != nil && h.Token != 0 && plant.On(plant.SkipFencing) {
+		// The planted bug: any lease on the stream will do.
+		if err := store.CheckLease(op, l); err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
 	if plant.On(plant.WriteAfterExpiry) {
 		now = time.Time{} // the planted bug: an expired lease still writes
 	}
-	if err := store.CheckHeld(op, st.lease, l, now); err != nil {
+	if err := store.CheckHeld(op, h, l, now); err != nil {
+		if bad := store.CheckLease(op, l); bad != nil {
+			return nil, bad
+		}
 		return nil, err
 	}
 	return st, nil
