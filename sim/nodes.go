@@ -45,12 +45,10 @@ type node struct {
 	w    *worker.Worker // nil while down
 	down bool
 
-	// wake names the scheduled call of Advance; older ones are stale.
-	// wakeAt is its instant on the virtual clock, if waking: a wake is
-	// pending.
-	wake   int
-	wakeAt time.Duration
-	waking bool
+	// waking is set while the node's wake (its next call of Advance) is
+	// in the queue, at wakeIdx in the heap (queue.wake).
+	waking  bool
+	wakeIdx int
 
 	frozenUntil time.Duration // a stalled node does nothing before this (since Epoch)
 	stalled     bool
@@ -196,8 +194,7 @@ func (s *sim) target(i int) *node {
 
 // reschedule sets n's next Advance at its worker's Next, unless one is set
 // as early already. Advances are chores: a run whose store is settled
-// does not wait for them. A wake superseded (by an earlier one, or a
-// crash) stays in the queue and does nothing when it comes (woken).
+// does not wait for them. A node has one wake: an earlier one moves it.
 func (s *sim) reschedule(n *node) {
 	if n.w == nil || n.down {
 		return
@@ -210,18 +207,19 @@ func (s *sim) reschedule(n *node) {
 	if at < s.elapsed {
 		at = s.elapsed
 	}
-	if n.waking && at >= n.wakeAt {
+	if pending, ok := s.q.pendingWake(n); ok && at >= pending {
 		return
 	}
-	n.wake++
-	n.wakeAt, n.waking = at, true
-	inc, token := n.inc, n.wake
-	s.q.scheduleChore(at, func() { s.woken(n, inc, token) })
+	s.q.wake(n, at)
 }
 
 // happen makes h happen: a node's happening only if the node is still the
 // incarnation it was scheduled for.
 func (s *sim) happen(h happening) {
+	if h.wake {
+		s.woken(h.n)
+		return
+	}
 	if h.n != nil {
 		s.forNode(h)
 		return
@@ -229,13 +227,9 @@ func (s *sim) happen(h happening) {
 	h.do()
 }
 
-// woken is n's scheduled Advance coming, as its wake number token of
-// incarnation inc.
-func (s *sim) woken(n *node, inc, token int) {
-	if token != n.wake || inc != n.inc || n.down {
-		return // superseded by an earlier wake, or a crash
-	}
-	n.waking = false
+// woken is n's wake coming: a crash removes a node's wake, so n is up
+// and the incarnation that scheduled it.
+func (s *sim) woken(n *node) {
 	if n.stalled {
 		s.later(n, n.frozenUntil, func() { s.reschedule(n) })
 		return
