@@ -141,9 +141,10 @@ func (s *sim) startNodes() {
 // boot starts a node's current incarnation: a new worker, owning nothing.
 func (s *sim) boot(n *node) {
 	c := s.cfg
+	owner := n.owner()
 	w, err := worker.New(worker.Config{
-		Owner:       n.owner(),
-		Store:       &nodeStore{Store: s.store, s: s, n: n},
+		Owner:       owner,
+		Store:       &nodeStore{Store: s.store, s: s, n: n, owner: owner},
 		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
@@ -448,11 +449,13 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 // nodeStore is the store as one node's worker sees it: the shared store,
 // with its grants and renewals logged for the checker, and its refusals
 // of stale leases counted. It holds the memstore itself, not a
-// store.Store: its calls of the store are then direct ones.
+// store.Store: its calls of the store are then direct ones. Each
+// incarnation has its own, which holds its owner name, formatted once.
 type nodeStore struct {
 	*memstore.Store
-	s *sim
-	n *node
+	s     *sim
+	n     *node
+	owner string // n.owner() of the incarnation
 }
 
 var _ store.Store = (*nodeStore)(nil)
@@ -502,7 +505,7 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 
 // renewed logs the renewal of lease l in stream i's log.
 func (ns *nodeStore) renewed(i int, l store.Lease) {
-	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.n.owner()})
+	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.owner})
 }
 
 func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
