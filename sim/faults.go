@@ -119,8 +119,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	}
 	n.down, n.w = true, nil
 	n.inc++
-	n.wake++
-	n.waking = false
+	s.q.cancelWake(n)
 	n.frozenUntil, n.stalled = 0, false
 	s.q.schedule(s.elapsed+down, func() {
 		n.down = false

@@ -45,12 +45,10 @@ type node struct {
 	w    *worker.Worker // nil while down
 	down bool
 
-	// wake names the scheduled call of Advance; older ones are stale.
-	// wakeAt is its instant on the virtual clock, if waking: a wake is
-	// pending.
-	wake   int
-	wakeAt time.Duration
-	waking bool
+	// waking is set while the node's wake (its next call of Advance) is
+	// in the queue, at wakeIdx in the heap (queue.wake).
+	waking  bool
+	wakeIdx int
 
 	frozenUntil time.Duration // a stalled node does nothing before this (since Epoch)
 	stalled     bool
@@ -143,9 +141,10 @@ func (s *sim) startNodes() {
 // boot starts a node's current incarnation: a new worker, owning nothing.
 func (s *sim) boot(n *node) {
 	c := s.cfg
+	owner := n.owner()
 	w, err := worker.New(worker.Config{
-		Owner:       n.owner(),
-		Store:       &nodeStore{Store: s.store, s: s, n: n},
+		Owner:       owner,
+		Store:       &nodeStore{Store: s.store, s: s, n: n, owner: owner},
 		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
@@ -196,8 +195,7 @@ func (s *sim) target(i int) *node {
 
 // reschedule sets n's next Advance at its worker's Next, unless one is set
 // as early already. Advances are chores: a run whose store is settled
-// does not wait for them. A wake superseded (by an earlier one, or a
-// crash) stays in the queue and does nothing when it comes (woken).
+// does not wait for them. A node has one wake: an earlier one moves it.
 func (s *sim) reschedule(n *node) {
 	if n.w == nil || n.down {
 		return
@@ -210,18 +208,19 @@ func (s *sim) reschedule(n *node) {
 	if at < s.elapsed {
 		at = s.elapsed
 	}
-	if n.waking && at >= n.wakeAt {
+	if pending, ok := s.q.pendingWake(n); ok && at >= pending {
 		return
 	}
-	n.wake++
-	n.wakeAt, n.waking = at, true
-	inc, token := n.inc, n.wake
-	s.q.scheduleChore(at, func() { s.woken(n, inc, token) })
+	s.q.wake(n, at)
 }
 
 // happen makes h happen: a node's happening only if the node is still the
 // incarnation it was scheduled for.
 func (s *sim) happen(h happening) {
+	if h.wake {
+		s.woken(h.n)
+		return
+	}
 	if h.n != nil {
 		s.forNode(h)
 		return
@@ -229,13 +228,9 @@ func (s *sim) happen(h happening) {
 	h.do()
 }
 
-// woken is n's scheduled Advance coming, as its wake number token of
-// incarnation inc.
-func (s *sim) woken(n *node, inc, token int) {
-	if token != n.wake || inc != n.inc || n.down {
-		return // superseded by an earlier wake, or a crash
-	}
-	n.waking = false
+// woken is n's wake coming: a crash removes a node's wake, so n is up
+// and the incarnation that scheduled it.
+func (s *sim) woken(n *node) {
 	if n.stalled {
 		s.later(n, n.frozenUntil, func() { s.reschedule(n) })
 		return
@@ -454,11 +449,13 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 // nodeStore is the store as one node's worker sees it: the shared store,
 // with its grants and renewals logged for the checker, and its refusals
 // of stale leases counted. It holds the memstore itself, not a
-// store.Store: its calls of the store are then direct ones.
+// store.Store: its calls of the store are then direct ones. Each
+// incarnation has its own, which holds its owner name, formatted once.
 type nodeStore struct {
 	*memstore.Store
-	s *sim
-	n *node
+	s     *sim
+	n     *node
+	owner string // n.owner() of the incarnation
 }
 
 var _ store.Store = (*nodeStore)(nil)
@@ -508,7 +505,7 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 
 // renewed logs the renewal of lease l in stream i's log.
 func (ns *nodeStore) renewed(i int, l store.Lease) {
-	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.n.owner()})
+	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.owner})
 }
 
 func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {

@@ -431,8 +431,10 @@ func (s *Stats) Add(o Stats) {
 //
 // A node's happening (n set) occurs only if the node is still the
 // incarnation inc, and waits for the node's stall to end (forNode). A
-// chore (a worker's periodic Advance) does not keep the run going on its
-// own: see queue.foreground.
+// node's wake (wake set, n its node) is its next call of Advance: a node
+// has at most one, which the queue moves when it is rescheduled and
+// removes when the node crashes. A chore (a wake, or a boot) does not
+// keep the run going on its own: see queue.foreground.
 type happening struct {
 	at    time.Duration // since Epoch: the heap compares integers
 	seq   uint64
@@ -440,6 +442,7 @@ type happening struct {
 	n     *node
 	inc   int
 	chore bool
+	wake  bool
 }
 
 // queue holds the pending happenings in a binary min-heap ordered by
@@ -456,8 +459,7 @@ type queue struct {
 func (q *queue) Len() int { return len(q.heap) }
 
 // push schedules h, after every happening already scheduled for its
-// instant. h climbs from the end of the heap while it goes before its
-// parent.
+// instant.
 func (q *queue) push(h happening) {
 	q.seq++
 	h.seq = q.seq
@@ -465,27 +467,89 @@ func (q *queue) push(h happening) {
 		q.foreground++
 	}
 	q.heap = append(q.heap, h)
-	i := len(q.heap) - 1
+	q.up(len(q.heap)-1, h)
+}
+
+// pop removes the earliest happening and returns it.
+func (q *queue) pop() happening {
+	top := q.heap[0]
+	q.removeAt(0)
+	return top
+}
+
+// wake schedules n's wake at at, after every happening already scheduled
+// for that instant: its pending wake, if it has one, moves there.
+func (q *queue) wake(n *node, at time.Duration) {
+	if !n.waking {
+		n.waking = true
+		q.push(happening{at: at, n: n, chore: true, wake: true})
+		return
+	}
+	q.seq++
+	h := q.heap[n.wakeIdx]
+	h.at, h.seq = at, q.seq
+	q.fix(n.wakeIdx, h)
+}
+
+// pendingWake returns the instant of n's wake, if it has one.
+func (q *queue) pendingWake(n *node) (time.Duration, bool) {
+	if !n.waking {
+		return 0, false
+	}
+	return q.heap[n.wakeIdx].at, true
+}
+
+// cancelWake removes n's wake, if it has one.
+func (q *queue) cancelWake(n *node) {
+	if n.waking {
+		q.removeAt(n.wakeIdx)
+	}
+}
+
+// removeAt removes the happening at position i of the heap: the last one
+// takes its place and moves up or down to where it belongs.
+func (q *queue) removeAt(i int) {
+	h := q.heap[i]
+	if !h.chore {
+		q.foreground--
+	}
+	if h.wake {
+		h.n.waking = false
+	}
+	n := len(q.heap) - 1
+	last := q.heap[n]
+	q.heap[n] = happening{} // drop what it points to
+	q.heap = q.heap[:n]
+	if i < n {
+		q.fix(i, last)
+	}
+}
+
+// fix puts h at position i, then moves it up or down to where it belongs.
+func (q *queue) fix(i int, h happening) {
+	if i > 0 && h.before(&q.heap[(i-1)/2]) {
+		q.up(i, h)
+	} else {
+		q.down(i, h)
+	}
+}
+
+// up puts h at position i, or above it while it goes before its parent.
+func (q *queue) up(i int, h happening) {
 	for i > 0 {
 		parent := (i - 1) / 2
 		if !h.before(&q.heap[parent]) {
 			break
 		}
-		q.heap[i] = q.heap[parent]
+		q.place(i, q.heap[parent])
 		i = parent
 	}
-	q.heap[i] = h
+	q.place(i, h)
 }
 
-// pop removes the earliest happening and returns it. The last happening
-// sinks from the root while a child goes before it.
-func (q *queue) pop() happening {
-	top := q.heap[0]
-	n := len(q.heap) - 1
-	last := q.heap[n]
-	q.heap[n] = happening{} // drop what it points to
-	q.heap = q.heap[:n]
-	i := 0
+// down puts h at position i, or below it while a child goes before it.
+func (q *queue) down(i int, h happening) {
+	n := len(q.heap)
 	for {
 		c := 2*i + 1
 		if c >= n {
@@ -494,19 +558,21 @@ func (q *queue) pop() happening {
 		if c+1 < n && q.heap[c+1].before(&q.heap[c]) {
 			c++
 		}
-		if !q.heap[c].before(&last) {
+		if !q.heap[c].before(&h) {
 			break
 		}
-		q.heap[i] = q.heap[c]
+		q.place(i, q.heap[c])
 		i = c
 	}
-	if n > 0 {
-		q.heap[i] = last
+	q.place(i, h)
+}
+
+// place stores h at position i, and a wake's node learns where it is.
+func (q *queue) place(i int, h happening) {
+	q.heap[i] = h
+	if h.wake {
+		h.n.wakeIdx = i
 	}
-	if !top.chore {
-		q.foreground--
-	}
-	return top
 }
 
 // before reports whether h goes before o: earlier, or as early and

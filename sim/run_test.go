@@ -200,3 +200,78 @@ func TestQueueAgainstSort(t *testing.T) {
 		now = w.at
 	}
 }
+
+// TestQueueWakesAgainstSort schedules happenings and nodes' wakes at
+// random, moves and removes wakes, and holds every pop to the earliest
+// pending one by (instant, scheduling order), found by a plain scan: a
+// moved wake goes after everything scheduled before the move, and a node
+// never has two.
+func TestQueueWakesAgainstSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var q queue
+	nodes := make([]*node, 4)
+	for i := range nodes {
+		nodes[i] = &node{idx: i}
+	}
+	type pend struct {
+		at   time.Duration
+		seq  int
+		node int // -1: not a wake
+	}
+	var want []pend
+	seq, popped := 0, 0
+	dropWake := func(k int) {
+		want = slices.DeleteFunc(want, func(p pend) bool { return p.node == k })
+	}
+	var now time.Duration
+	for step := range 100_000 {
+		at := now + time.Duration(r.Int64N(50)) // few instants: many ties
+		switch op := r.IntN(8); {
+		case op < 2:
+			seq++
+			id := seq
+			want = append(want, pend{at, id, -1})
+			q.schedule(at, func() { popped = id })
+			continue
+		case op < 4:
+			k := r.IntN(len(nodes))
+			seq++
+			dropWake(k)
+			want = append(want, pend{at, seq, k})
+			q.wake(nodes[k], at)
+			continue
+		case op < 5:
+			k := r.IntN(len(nodes))
+			dropWake(k)
+			q.cancelWake(nodes[k])
+			continue
+		}
+		if len(want) == 0 {
+			continue
+		}
+		first := 0
+		for i, p := range want {
+			if p.at < want[first].at || p.at == want[first].at && p.seq < want[first].seq {
+				first = i
+			}
+		}
+		w := want[first]
+		want = slices.Delete(want, first, first+1)
+		h := q.pop()
+		switch {
+		case h.wake:
+			if h.at != w.at || w.node != h.n.idx || h.n.waking {
+				t.Fatalf("step %d: popped the wake of node %d at %v (still waking: %v), want %+v", step, h.n.idx, h.at, h.n.waking, w)
+			}
+		default:
+			h.do()
+			if h.at != w.at || popped != w.seq || w.node != -1 {
+				t.Fatalf("step %d: popped (%v, %d), want %+v", step, h.at, popped, w)
+			}
+		}
+		if q.Len() != len(want) {
+			t.Fatalf("step %d: %d pending, want %d", step, q.Len(), len(want))
+		}
+		now = w.at
+	}
+}
