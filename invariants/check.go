@@ -157,7 +157,7 @@ type Checker struct {
 	c       checker
 	p       policy
 	ids     names // the run's event IDs
-	workers names // worker names, kept from run to run as their state is
+	workers names // the run's worker names
 }
 
 // ref is what an entry is about, by number (see names).
@@ -172,13 +172,14 @@ type ref struct {
 func (k *Checker) Check(run Run) []Violation {
 	c, p := &k.c, &k.p
 	k.ids.reset()
-	k.workers.ready() // kept from run to run, not reset
+	k.workers.reset()
 	c.reset(run, &k.ids)
-	p.reset(run, &k.ids, &k.workers)
+	p.reset(run, &k.ids)
+	p.events = c.events // one state per event, which both checkers follow
 	if p.fail == nil {
 		p.fail = c.fail
 	}
-	k.room()
+	p.single = k.worker("")
 	k.judge(run.Entries)
 	p.final()
 	c.final()
@@ -187,62 +188,53 @@ func (k *Checker) Check(run Run) []Violation {
 	return out
 }
 
-// room gives every event and worker numbered so far its state.
-func (k *Checker) room() {
-	n, nw := len(k.ids.list), len(k.workers.list)
-	k.c.events = growAhead(k.c.events, n)
-	k.p.events = k.c.events // one state per event, which both checkers follow
-	k.c.workers = grow(k.c.workers, nw)
-	// As many as events: miss asks for room by events' length alone.
-	k.p.room(len(k.c.events), nw)
-}
-
-// What an entry of each kind is about, of what the checker follows by
-// number: an event (its ID; on Persisted, its record's), a worker.
-const (
-	aboutEvent = 1 << iota
-	aboutWorker
-)
-
-var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
-	Acked: aboutEvent, Persisted: aboutEvent | aboutWorker, Sent: aboutEvent | aboutWorker,
-	Probed: aboutWorker, Applied: aboutEvent, CircuitChanged: aboutWorker, Restarted: aboutWorker,
-	LeaseGranted: aboutWorker, Replied: aboutEvent | aboutWorker, Offered: aboutEvent,
-	Refused: aboutEvent, ProbeReplied: aboutWorker, LeaseRenewed: aboutWorker,
-	Adopted: aboutEvent | aboutWorker,
-	// Discarded and WriteRejected: judged by nothing the checker numbers.
-}
-
-// recordOf numbers the record of e, a Persisted entry whose ID, numbered
-// id, is not the same string as its record's (it may be an equal one).
-func (k *Checker) recordOf(e *Entry, id int) int {
-	if e.Record.ID == e.ID {
-		return id
+// event returns the number of event ID id, giving an event seen for the
+// first time its state.
+func (k *Checker) event(id string) int {
+	ev, isNew := k.ids.of(id)
+	if isNew {
+		k.c.events = append(k.c.events, event{})
+		k.p.events = k.c.events // one state per event, which both checkers follow
 	}
-	if ev := k.ids.cached(e.Record.ID); ev >= 0 {
-		return ev
-	}
-	return k.miss(&k.ids, e.Record.ID)
+	return ev
 }
 
-// miss numbers s by n, which cached did not find it in, and gives a string
-// numbered for the first time its state: only a miss can number one.
-func (k *Checker) miss(n *names, s string) int {
-	i := n.miss(s)
-	if len(k.ids.list) > len(k.c.events) || len(k.workers.list) > len(k.c.workers) {
-		k.room()
+// worker returns the number of worker name, giving a worker seen for the
+// first time its state.
+func (k *Checker) worker(name string) int {
+	wk, isNew := k.workers.of(name)
+	if isNew {
+		k.c.workers = append(k.c.workers, checkerWorker{})
+		k.p.workers = append(k.p.workers, newWorkerState(name))
 	}
-	return i
+	return wk
 }
 
-// reset readies c for run, keeping the room its slices have.
+// namesEvent reports whether an entry of kind k is about an event the
+// checker follows: its ID's (on Persisted, its record's).
+func (k Kind) namesEvent() bool {
+	switch k {
+	case Acked, Persisted, Sent, Applied, Replied, Offered, Refused, Adopted:
+		return true
+	}
+	return false // Discarded and WriteRejected are judged by nothing numbered
+}
+
+// namesWorker reports whether an entry of kind k is about the worker that
+// acted, which the checker follows.
+func (k Kind) namesWorker() bool {
+	switch k {
+	case Persisted, Sent, Probed, CircuitChanged, Restarted, LeaseGranted, Replied, ProbeReplied, LeaseRenewed, Adopted:
+		return true
+	}
+	return false
+}
+
+// reset readies c for run.
 func (c *checker) reset(run Run, ids *names) {
 	c.run, c.ids = run, ids
-	clear(c.events) // so that grow finds zero events past the length
-	c.events = roomFor(c.events[:0], len(run.Final))
-	for i := range c.workers { // emptied, kept for the next run's workers of the same name
-		c.workers[i] = checkerWorker{flying: c.workers[i].flying[:0]}
-	}
+	c.events = c.events[:0]
+	c.workers = c.workers[:0]
 	c.order = c.order[:0]
 	c.strict.reset()
 	c.newest, c.applied, c.out = 0, 0, nil
@@ -258,9 +250,6 @@ type checker struct {
 	newest  uint64          // the newest fencing token granted
 	applied uint64          // highest seq applied (strict)
 	out     []Violation
-	// finalOf indexes Run.Final by event number for final (-1: none),
-	// kept for the next run.
-	finalOf []int
 }
 
 // checkerWorker is what the checker follows of one worker.
@@ -299,37 +288,20 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 }
 
 // judge judges every observation in turn: the policy checker first, then
-// the safety checker, one kind at a time. One switch for both, where each
-// had its own entry method, and in the loop that numbers each entry's
-// event and worker, where it was a method of its own called per entry:
-// the calls cost more than most of what they called. Entries are taken by
-// index: one is a few hundred bytes, too many to copy per step.
+// the safety checker, one kind at a time.
 func (k *Checker) judge(entries []Entry) {
 	p, c := &k.p, &k.c
 	for i := range entries {
 		e := &entries[i]
-		// Number e's event and worker, for the kinds that have them: by the
-		// string numbered last (they come in runs), cached, or k.miss.
 		at := ref{ev: -1, id: -1, wk: -1}
-		a := about[e.Kind]
-		if a&aboutWorker != 0 {
-			if at.wk = k.workers.numberedLast(e.Worker); at.wk < 0 {
-				if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-					at.wk = k.miss(&k.workers, e.Worker)
-				}
-				k.workers.last = recentName{s: e.Worker, plus: at.wk + 1}
-			}
+		if e.Kind.namesWorker() {
+			at.wk = k.worker(e.Worker)
 		}
-		if a&aboutEvent != 0 {
-			if at.id = k.ids.numberedLast(e.ID); at.id < 0 {
-				if at.id = k.ids.cached(e.ID); at.id < 0 {
-					at.id = k.miss(&k.ids, e.ID)
-				}
-				k.ids.last = recentName{s: e.ID, plus: at.id + 1}
-			}
+		if e.Kind.namesEvent() {
+			at.id = k.event(e.ID)
 			at.ev = at.id
-			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
-				at.ev = k.recordOf(e, at.id)
+			if e.Kind == Persisted && e.Record.ID != e.ID {
+				at.ev = k.event(e.Record.ID)
 			}
 		}
 		if len(p.due) > 0 {
@@ -628,19 +600,12 @@ func (c *checker) final() {
 // record (-1: none; the last, should a broken store list an ID twice).
 // Records of IDs the log never named are no event's: final ignores them.
 func (c *checker) indexFinal() []int {
-	n := len(c.ids.list)
-	if cap(c.finalOf) < n {
-		c.finalOf = make([]int, n)
-	}
-	finalOf := c.finalOf[:n]
+	finalOf := make([]int, len(c.ids.list))
 	for i := range finalOf {
 		finalOf[i] = -1
 	}
-	for i := range c.run.Final {
-		id := c.run.Final[i].ID
-		if ev := c.ids.cached(id); ev >= 0 { // the store's records share the log's IDs
-			finalOf[ev] = i
-		} else if ev, ok := c.ids.lookup(id); ok {
+	for i, r := range c.run.Final {
+		if ev, ok := c.ids.lookup(r.ID); ok {
 			finalOf[ev] = i
 		}
 	}

@@ -58,7 +58,6 @@ type policy struct {
 	run     Run
 	fail    func(inv, id string, step int, format string, args ...any)
 	ids     *names         // event IDs
-	wnames  *names         // worker names
 	events  []event        // per event, by number: the checker's, shared
 	workers []*workerState // per worker, by number
 	single  int            // the number of worker "", the single sender
@@ -116,17 +115,13 @@ type workerEvent struct {
 	owedAt   int    // the step that owes it
 }
 
-// reset readies p for run, keeping the room its slices and maps have. A
-// worker it knew is kept, as fresh as worker would make it.
-func (p *policy) reset(run Run, ids, workers *names) {
-	p.run, p.ids, p.wnames, p.single = run, ids, workers, workers.of("")
+// reset readies p for run. The Checker gives it its workers (including
+// the single sender, single) as it numbers them.
+func (p *policy) reset(run Run, ids *names) {
+	p.run, p.ids = run, ids
+	p.workers = p.workers[:0]
 	if p.tokens == nil {
 		p.leases = leases{tokens: map[uint64]lease{}}
-	}
-	for _, w := range p.workers {
-		w.reset(w.name, 1)
-		w.held = 0
-		w.ev = roomFor(w.ev, len(run.Final))
 	}
 	clear(p.tokens)
 	p.newest, p.newestLease, p.newestKnown = 0, lease{}, false
@@ -138,34 +133,30 @@ func (p *policy) reset(run Run, ids, workers *names) {
 // worker returns worker wk's state.
 func (p *policy) worker(wk int) *workerState { return p.workers[wk] }
 
-// room gives nw workers their state, and each room for the first n
-// events. (The events' own state is the checker's: see Checker.room.)
-func (p *policy) room(n, nw int) {
-	for len(p.workers) < nw {
-		w := &workerState{}
-		w.reset(p.wnames.list[len(p.workers)], 1)
-		p.workers = append(p.workers, w)
-	}
-	for _, w := range p.workers {
-		w.ev = grow(w.ev, n)
-	}
+// newWorkerState returns the state of worker name, seen for the first time.
+func newWorkerState(name string) *workerState {
+	w := &workerState{}
+	w.reset(name, 1)
+	return w
 }
 
-// reset makes w incarnation inc of worker name, owing nothing: what it
-// held of events is forgotten, the room kept.
+// reset makes w incarnation inc of worker name, owing nothing and holding
+// no event; it keeps only the lease token it was last granted.
 func (w *workerState) reset(name string, inc int) {
-	for _, i := range w.known {
-		w.ev[i] = workerEvent{}
-	}
-	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev, known: w.known[:0], probeOwed: -1, input: -1, inputOwed: -1}
+	*w = workerState{name: name, inc: inc, held: w.held, probeOwed: -1, input: -1, inputOwed: -1}
 }
 
 // at returns what w holds of event ev.
-func (w *workerState) at(ev int) *workerEvent { return &w.ev[ev] }
+func (w *workerState) at(ev int) *workerEvent {
+	if ev >= len(w.ev) {
+		w.ev = append(w.ev, make([]workerEvent, ev+1-len(w.ev))...)
+	}
+	return &w.ev[ev]
+}
 
 // know notes that w's machine holds event ev.
 func (w *workerState) know(ev int) {
-	if x := &w.ev[ev]; !x.known {
+	if x := w.at(ev); !x.known {
 		x.known = true
 		w.known = append(w.known, ev)
 	}
@@ -174,7 +165,7 @@ func (w *workerState) know(ev int) {
 // owe notes that event ev owes parking since step.
 func (w *workerState) owe(ev, step int) {
 	w.know(ev)
-	x := &w.ev[ev]
+	x := w.at(ev)
 	if !x.parkOwed {
 		x.parkOwed = true
 		w.owed++
@@ -184,7 +175,7 @@ func (w *workerState) owe(ev, step int) {
 
 // settle notes that event ev owes no parking.
 func (w *workerState) settle(ev int) {
-	if x := &w.ev[ev]; x.parkOwed {
+	if x := w.at(ev); x.parkOwed {
 		x.parkOwed = false
 		w.owed--
 	}
@@ -237,7 +228,7 @@ func (p *policy) restarted(at ref) {
 	w := p.worker(at.wk)
 	w.reset(w.name, w.inc+1)
 	w.recovered = true
-	for i := range p.events[:len(p.ids.list)] { // those past it were never persisted
+	for i := range p.events {
 		if v := &p.events[i]; v.persisted && !v.rec.State.Terminal() {
 			w.know(i)
 		}

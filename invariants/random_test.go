@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -232,65 +230,5 @@ func (g *gen) finish() {
 			f.State = machine.State(1 + rng.IntN(5))
 		}
 		g.run.Final = append(g.run.Final, f)
-	}
-}
-
-// TestFinalIDsInOtherBytes: final finds the store's records by their IDs
-// whether they share the log's bytes (the usual case, settled by cached)
-// or are equal strings in other bytes (found by lookup): the same verdicts.
-func TestFinalIDsInOtherBytes(t *testing.T) {
-	var k Checker
-	for seed := range uint64(500) {
-		run := randomRun(seed)
-		want := k.Check(run)
-		final := slices.Clone(run.Final)
-		for i := range final {
-			final[i].ID = strings.Clone(final[i].ID)
-		}
-		run.Final = final
-		if got := k.Check(run); !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d: with the final IDs in other bytes\ngot:  %v\nwant: %v", seed, got, want)
-		}
-	}
-}
-
-// TestCheckerMatchesMapOracleSharedStrings: as TestCheckerMatchesMapOracle,
-// on logs whose IDs and worker names mostly share their bytes, from run to
-// run too, as a simulator's do: the string judge numbered last, checked
-// before cached, settles most entries then, and must give the same
-// verdicts as the oracle, which knows nothing of bytes.
-func TestCheckerMatchesMapOracleSharedStrings(t *testing.T) {
-	var got Checker
-	var want oracleChecker
-	shared := map[string]string{} // kept across runs
-	for seed := range uint64(3000) {
-		run := randomRun(seed)
-		rng := rand.New(rand.NewPCG(seed, 11))
-		intern := func(s *string) {
-			if rng.IntN(8) == 0 {
-				return // in bytes of its own
-			}
-			if c, ok := shared[*s]; ok {
-				*s = c
-			} else {
-				shared[*s] = *s
-			}
-		}
-		for i := range run.Entries {
-			e := &run.Entries[i]
-			intern(&e.ID)
-			intern(&e.Worker)
-			intern(&e.Record.ID)
-		}
-		for i := range run.Final {
-			intern(&run.Final[i].ID)
-		}
-		g, w := got.Check(run), want.Check(run)
-		if len(g) == 0 && len(w) == 0 {
-			continue
-		}
-		if !reflect.DeepEqual(g, w) {
-			t.Fatalf("seed %d: the checker and the oracle disagree\nlog:\n%s\nchecker: %v\noracle:  %v", seed, logText(run), g, w)
-		}
 	}
 }
