@@ -82,8 +82,6 @@ type eventView struct {
 	rewritten bool      // its identity changed (reported once)
 	doneAt    time.Time // when it was first persisted terminal
 	sends     int
-	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
-	attempts  map[int]bool // attempt numbers sent beyond those (rare)
 	applied   int
 	everDead  bool
 	deadAs    machine.DeadReason // the reason it was first persisted dead with
@@ -100,46 +98,6 @@ type identity struct {
 
 func identityOf(r *machine.Record) identity {
 	return identity{seq: r.Seq, acceptedAt: r.AcceptedAt, payload: r.Payload}
-}
-
-// sameTime reports whether a and b are the same instant, as a.Equal(b)
-// does, but settles the usual case, a copy of the same value, inline: a
-// record's acceptance time is compared on every write of it.
-func sameTime(a, b time.Time) bool {
-	return a == b || a.Equal(b)
-}
-
-// before is a.Before(b), settling a copy of the same instant without the
-// call: most attempts of a steady run start at the NextAt persisted before
-// them, which is compared on every start.
-func before(a, b time.Time) bool {
-	return a != b && a.Before(b)
-}
-
-// reached reports whether t is at or after u+d, as !t.Before(u.Add(d))
-// does, settling t == u without the calls (u+d is after u exactly when
-// d > 0): most attempts of a steady run start at their event's
-// acceptance, and each start is judged against acceptance plus MaxAge.
-func reached(t, u time.Time, d time.Duration) bool {
-	if t == u {
-		return d <= 0
-	}
-	return reachedAfter(t, u, d)
-}
-
-// reachedAfter is reached's call, outside it so that reached is inlined.
-func reachedAfter(t, u time.Time, d time.Duration) bool {
-	return !t.Before(u.Add(d))
-}
-
-// plus returns t.Add(d), settling d == 0 without the call: t.Add(0) is t,
-// field for field, and a single sender's run has no Skew, which a start of
-// an attempt is judged with.
-func plus(t time.Time, d time.Duration) time.Time {
-	if d == 0 {
-		return t
-	}
-	return t.Add(d)
 }
 
 // Check judges a run and returns every violation found, in step order
@@ -236,6 +194,10 @@ func (c *checker) reset(run Run, ids *names) {
 	c.events = c.events[:0]
 	c.workers = c.workers[:0]
 	c.order = c.order[:0]
+	if c.sends == nil {
+		c.sends = map[sentAttempt]bool{}
+	}
+	clear(c.sends)
 	c.strict.reset()
 	c.newest, c.applied, c.out = 0, 0, nil
 }
@@ -243,13 +205,20 @@ func (c *checker) reset(run Run, ids *names) {
 type checker struct {
 	run     Run
 	ids     *names
-	events  []event         // per event, by number; shared with policy
-	order   []int           // events in order of first persistence (acceptance order)
-	strict  strictOrder     // the same order, indexed for the order check
-	workers []checkerWorker // per worker, by number
-	newest  uint64          // the newest fencing token granted
-	applied uint64          // highest seq applied (strict)
+	events  []event              // per event, by number; shared with policy
+	order   []int                // events in order of first persistence (acceptance order)
+	strict  strictOrder          // the same order, indexed for the order check
+	workers []checkerWorker      // per worker, by number
+	newest  uint64               // the newest fencing token granted
+	applied uint64               // highest seq applied (strict)
+	sends   map[sentAttempt]bool // every attempt sent
 	out     []Violation
+}
+
+// sentAttempt is an attempt of an event (by number) that was sent.
+type sentAttempt struct {
+	ev      int
+	attempt int
 }
 
 // checkerWorker is what the checker follows of one worker.
@@ -411,7 +380,7 @@ func (k *Checker) persisted(e *Entry, at ref) {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
-		if !v.rewritten && (!sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
+		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
 			v.rewritten = true // reported once
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
@@ -518,9 +487,11 @@ func (c *checker) sent(e *Entry, at ref) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
-	if v.sentBefore(e.Attempt) {
+	sent := sentAttempt{at.ev, e.Attempt}
+	if c.sends[sent] {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent twice: an attempt number was reused", e.Attempt)
 	}
+	c.sends[sent] = true
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}
@@ -545,54 +516,33 @@ func (c *checker) sent(e *Entry, at ref) {
 	}
 }
 
-// sentBefore records attempt n as sent and reports whether it was sent
-// before. Attempt numbers are small: a bit each, a map only beyond 63.
-func (v *eventView) sentBefore(n int) bool {
-	if n >= 0 && n < 64 {
-		bit := uint64(1) << n
-		seen := v.sentLow&bit != 0
-		v.sentLow |= bit
-		return seen
-	}
-	if v.attempts == nil {
-		v.attempts = map[int]bool{}
-	}
-	seen := v.attempts[n]
-	v.attempts[n] = true
-	return seen
-}
-
 func (c *checker) final() {
 	var end time.Time
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
-	lb := c.livenessBounds()
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]
-		i := finalOf[ev]
-		ok := i >= 0
-		r := &machine.Record{} // not allocated: it does not escape
-		if ok {
-			r = &c.run.Final[i]
+		if finalOf[ev] < 0 {
+			if v.everDead {
+				c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
+			} else {
+				c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.first.seq)
+			}
+			continue
 		}
+		r := c.run.Final[finalOf[ev]]
 		switch {
-		case !ok && v.everDead:
-			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
-			continue
-		case !ok:
-			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.first.seq)
-			continue
 		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
-			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(*r))
+			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(r))
 		case r.State == machine.Delivered && v.applied == 0:
 			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
 		case !r.State.Terminal() && c.run.Finished:
-			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
+			c.fail(Liveness, id, -1, "still %s when the run finished", describe(r))
 			continue
 		}
-		c.liveness(id, v, end, &lb)
+		c.liveness(id, v, end)
 	}
 }
 
@@ -612,40 +562,21 @@ func (c *checker) indexFinal() []int {
 	return finalOf
 }
 
-// livenessBounds is what every event's liveness deadline is made of,
-// computed once per run rather than per event.
-type livenessBounds struct {
-	healedBy time.Time     // HealedAt + LivenessBound
-	age      time.Duration // MaxAge + AttemptTimeout + Slack
-	// own is the deadline after acceptance of an event accepted at or
-	// after HealedAt: age, or LivenessBound if that is shorter.
-	own time.Duration
-}
-
-func (c *checker) livenessBounds() livenessBounds {
-	b := livenessBounds{age: c.run.Policy.MaxAge + c.run.Policy.AttemptTimeout + c.run.Slack}
-	b.own = b.age
-	if c.run.LivenessBound > 0 {
-		b.healedBy = c.run.HealedAt.Add(c.run.LivenessBound)
-		b.own = min(b.age, c.run.LivenessBound)
-	}
-	return b
-}
-
-// liveness checks that the event settled by its deadline: age after its
-// acceptance, or LivenessBound after the later of acceptance and healing
-// if that is earlier. (For acceptance at or after healing, that is the
-// shorter of the two durations: one time.Add per event, not two.)
-func (c *checker) liveness(id string, v *event, end time.Time, b *livenessBounds) {
+// liveness checks that the event settled by its deadline: MaxAge plus
+// one AttemptTimeout (plus Slack) after its acceptance, or LivenessBound
+// after the later of acceptance and healing if that is earlier.
+func (c *checker) liveness(id string, v *event, end time.Time) {
+	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
-	var deadline time.Time
-	if c.run.LivenessBound > 0 && c.run.HealedAt.After(accepted) {
-		deadline = accepted.Add(b.age)
-		if b.healedBy.Before(deadline) {
-			deadline = b.healedBy
+	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
+	if c.run.LivenessBound > 0 {
+		from := accepted
+		if c.run.HealedAt.After(from) {
+			from = c.run.HealedAt
 		}
-	} else {
-		deadline = accepted.Add(b.own)
+		if healed := from.Add(c.run.LivenessBound); healed.Before(deadline) {
+			deadline = healed
+		}
 	}
 	settled := v.doneAt
 	if settled.IsZero() {

@@ -63,12 +63,7 @@ type policy struct {
 	single  int            // the number of worker "", the single sender
 	live    int            // events whose latest record is not terminal
 	due     dueHeap        // retries of the single sender, by NextAt
-	// blank is the record before an event's first: the zero record, due
-	// at its acceptance (an event accepted and sent in one batch is first
-	// persisted with attempt 1).
-	blank machine.Record
 	leases
-	producers
 }
 
 // policyEvent is what the policy checker keeps of one event.
@@ -120,12 +115,11 @@ type workerEvent struct {
 func (p *policy) reset(run Run, ids *names) {
 	p.run, p.ids = run, ids
 	p.workers = p.workers[:0]
-	if p.tokens == nil {
-		p.leases = leases{tokens: map[uint64]lease{}}
+	if p.until == nil {
+		p.until = map[uint64]time.Time{}
 	}
-	clear(p.tokens)
-	p.newest, p.newestLease, p.newestKnown = 0, lease{}, false
-	p.pending = p.pending[:0]
+	clear(p.until)
+	p.newest = 0
 	p.live = 0
 	p.due = p.due[:0]
 }
@@ -241,17 +235,15 @@ func (p *policy) restarted(at ref) {
 func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 	r := &e.Record
 	if prev == nil {
-		p.blank.NextAt = r.AcceptedAt // the rest of blank stays zero
-		prev = &p.blank
+		// The record before an event's first: the zero record, due at its
+		// acceptance (an event accepted and sent in one batch is first
+		// persisted with attempt 1).
+		prev = &machine.Record{NextAt: r.AcceptedAt}
 	} else if p.events[at.id].pending {
 		p.duplicateChanged(e, v) // a re-offer of its ID is being answered
 	}
 	if e.Worker != "store" {
-		// Nearly every write is under the newest lease, before it expires
-		// (or has none): settled here, without the call.
-		if e.Token != 0 && (e.Token != p.newest || !p.newestKnown || !e.At.Before(p.newestLease.until)) {
-			p.leaseValid(e)
-		}
+		p.leaseValid(e)
 		w := p.worker(at.wk)
 		w.know(at.ev)
 		switch x := w.at(at.ev); {
@@ -281,10 +273,10 @@ func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 // prev is the event's record before.
 func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machine.Record) {
 	r, pol := &e.Record, &p.run.Policy
-	if reached(e.At, v.first.acceptedAt, pol.MaxAge+p.run.Skew) {
+	if !e.At.Before(v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew)) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
-	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && before(plus(e.At, p.run.Skew), prev.NextAt) {
+	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && e.At.Add(p.run.Skew).Before(prev.NextAt) {
 		inv := Recovery
 		if v.writer == w.writer() {
 			inv = RetryTiming
@@ -453,7 +445,7 @@ func (p *policy) circuit(e *Entry, at ref) {
 func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
 	pol := &p.run.Policy
 	var parked, troubled string
-	now := plus(e.At, p.run.Skew) // the worker's clock, at most; once, not per record
+	now := e.At.Add(p.run.Skew) // the worker's clock, at most
 	for _, i := range w.known {
 		id, r := p.ids.list[i], p.events[i].rec
 		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !now.Before(r.AcceptedAt.Add(pol.MaxAge)) {
