@@ -273,9 +273,7 @@ func (k *Checker) judge(entries []Entry) {
 				at.ev = k.event(e.Record.ID)
 			}
 		}
-		if len(p.due) > 0 {
-			p.retriesDue(e.At, e.Step)
-		}
+		p.retriesDue(e.At, e.Step)
 		switch e.Kind {
 		case Persisted:
 			k.persisted(e, at)
