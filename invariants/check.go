@@ -64,9 +64,7 @@ func LivenessBound(p machine.Config, events, poison int, latency time.Duration) 
 
 // event is what the checker follows of one event, in one slice indexed by
 // its number: what both checkers read (its first identity, its latest
-// record), then what each keeps of its own. One state where each had its
-// own, looked up separately on every persisted entry and keeping the
-// identity and latest record twice.
+// record), then what each keeps of its own.
 type event struct {
 	persisted   bool
 	first       identity        // as first persisted
@@ -88,8 +86,6 @@ type eventView struct {
 }
 
 // identity is what of a record may never change once it is accepted.
-// Events keep it rather than the first record whole: they are many, and
-// the rest of that record is never read again.
 type identity struct {
 	seq        uint64
 	acceptedAt time.Time
@@ -107,10 +103,10 @@ func Check(run Run) []Violation {
 	return k.Check(run)
 }
 
-// Checker judges runs one after another, as Check does, reusing its
-// slices and maps from one run to the next: a simulator that judges each
-// of a run's streams, or many runs, allocates them once. The zero Checker
-// is ready to use. It is not safe for concurrent use.
+// Checker judges runs one after another, as Check does, keeping its
+// slices and maps from one run to the next (a simulator judges each of a
+// run's streams, and many runs, with one). The zero Checker is ready to
+// use. It is not safe for concurrent use.
 type Checker struct {
 	c       checker
 	p       policy
@@ -226,8 +222,8 @@ type checkerWorker struct {
 	circuit machine.Circuit
 	// flying holds the attempts started (persisted) and not yet answered,
 	// with their start: an attempt ends at its reply or, at the latest,
-	// AttemptTimeout after it started. They are few (about a window's
-	// worth): a slice searched in full costs less than a map.
+	// AttemptTimeout after it started. They are few: about a window's
+	// worth.
 	flying []flyingAttempt
 }
 
@@ -360,10 +356,8 @@ func (c *checker) replied(e *Entry, at ref) {
 }
 
 // persisted judges a persisted record: the policy checker first, then the
-// safety checker, on the event's one state. Both read its record before
-// (prev: nil on its first persistence) and its first identity, set here
-// once. The safety checker's part is written out here: a call of its own
-// cost more per record than most of its checks.
+// safety checker. Both read the event's record before (prev: nil on its
+// first persistence) and its first identity, noted here.
 func (k *Checker) persisted(e *Entry, at ref) {
 	c, r := &k.c, &e.Record
 	v := &c.events[at.ev]
@@ -374,6 +368,13 @@ func (k *Checker) persisted(e *Entry, at ref) {
 		v.pos = c.strict.add(r.Seq)
 	}
 	k.p.persisted(e, at, v, prev) // its violations come first
+	c.persisted(e, at, v, prev)
+	v.rec = r
+}
+
+// persisted judges a persisted record for the safety checker.
+func (c *checker) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
+	r := &e.Record
 	if prev != nil {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
@@ -405,7 +406,6 @@ func (k *Checker) persisted(e *Entry, at ref) {
 		c.deserved(e, v)
 	}
 	c.strict.set(v.pos, r.State.Terminal())
-	v.rec = r
 }
 
 // terminalChanged reports a terminal record persisted changed from prev.
