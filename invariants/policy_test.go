@@ -647,6 +647,10 @@ func TestLeaseAndProducerRules(t *testing.T) {
 			grant(b, "w1", 5, 4*s)
 			return []found{{invariants.Leases, "", grant(b, "w2", 3, 8*s)}}
 		}},
+		{"token reused", "every lease must carry a larger fencing token than the last", func(b *tlog) []found {
+			grant(b, "w1", 2, 4*s)
+			return []found{{invariants.Leases, "", grant(b, "w2", 2, 8*s)}}
+		}},
 		{"write after expiry", "the store accepted a write under a lease that had expired", func(b *tlog) []found {
 			grant(b, "w1", 1, 2*s)
 			b.at(s).accept("e1")
