@@ -3,6 +3,7 @@ package invariants
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -80,6 +81,7 @@ type eventView struct {
 	rewritten bool      // its identity changed (reported once)
 	doneAt    time.Time // when it was first persisted terminal
 	sends     int
+	sent      []int // the attempt numbers sent, in the order sent
 	applied   int
 	everDead  bool
 	deadAs    machine.DeadReason // the reason it was first persisted dead with
@@ -190,10 +192,6 @@ func (c *checker) reset(run Run, ids *names) {
 	c.events = c.events[:0]
 	c.workers = c.workers[:0]
 	c.order = c.order[:0]
-	if c.sends == nil {
-		c.sends = map[sentAttempt]bool{}
-	}
-	clear(c.sends)
 	c.strict.reset()
 	c.newest, c.applied, c.out = 0, 0, nil
 }
@@ -201,20 +199,13 @@ func (c *checker) reset(run Run, ids *names) {
 type checker struct {
 	run     Run
 	ids     *names
-	events  []event              // per event, by number; shared with policy
-	order   []int                // events in order of first persistence (acceptance order)
-	strict  strictOrder          // the same order, indexed for the order check
-	workers []checkerWorker      // per worker, by number
-	newest  uint64               // the newest fencing token granted
-	applied uint64               // highest seq applied (strict)
-	sends   map[sentAttempt]bool // every attempt sent
+	events  []event         // per event, by number; shared with policy
+	order   []int           // events in order of first persistence (acceptance order)
+	strict  strictOrder     // the same order, indexed for the order check
+	workers []checkerWorker // per worker, by number
+	newest  uint64          // the newest fencing token granted
+	applied uint64          // highest seq applied (strict)
 	out     []Violation
-}
-
-// sentAttempt is an attempt of an event (by number) that was sent.
-type sentAttempt struct {
-	ev      int
-	attempt int
 }
 
 // checkerWorker is what the checker follows of one worker.
@@ -485,11 +476,10 @@ func (c *checker) sent(e *Entry, at ref) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
-	sent := sentAttempt{at.ev, e.Attempt}
-	if c.sends[sent] {
+	if slices.Contains(v.sent, e.Attempt) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent twice: an attempt number was reused", e.Attempt)
 	}
-	c.sends[sent] = true
+	v.sent = append(v.sent, e.Attempt)
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}

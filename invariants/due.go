@@ -1,7 +1,6 @@
 package invariants
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -29,21 +28,10 @@ type dueRetry struct {
 	step    int // where the failure was persisted
 }
 
-// dueHeap is a min-heap of retries by NextAt, then by step
-// (container/heap).
-type dueHeap []dueRetry
-
-func (h dueHeap) Len() int { return len(h) }
-func (h dueHeap) Less(i, j int) bool {
-	return h[i].at.Before(h[j].at) || h[i].at.Equal(h[j].at) && h[i].step < h[j].step
-}
-func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)   { *h = append(*h, x.(dueRetry)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// less orders retries by NextAt, then by step: the order retriesDue
+// judges them in.
+func (d dueRetry) less(o dueRetry) bool {
+	return d.at.Before(o.at) || d.at.Equal(o.at) && d.step < o.step
 }
 
 // expectRetry notes a failure persisted in retry by the single sender.
@@ -51,13 +39,13 @@ func (p *policy) expectRetry(e *Entry, at ref, w *workerState) {
 	if e.Worker != "" || e.Record.State != machine.Retry {
 		return
 	}
-	heap.Push(&p.due, dueRetry{at: e.Record.NextAt, ev: at.ev, attempt: e.Record.Attempts, inc: w.inc, step: e.Step})
+	p.due.push(dueRetry{at: e.Record.NextAt, ev: at.ev, attempt: e.Record.Attempts, inc: w.inc, step: e.Step})
 }
 
 // retriesDue judges every retry due before now, as the log reaches now.
 func (p *policy) retriesDue(now time.Time, step int) {
-	for len(p.due) > 0 && p.due[0].at.Before(now) {
-		d := heap.Pop(&p.due).(dueRetry)
+	for p.due.len() > 0 && p.due.min().at.Before(now) {
+		d := p.due.pop()
 		v, w := &p.events[d.ev], p.worker(p.single)
 		switch {
 		case v.rec.State != machine.Retry || v.rec.Attempts != d.attempt || !v.rec.NextAt.Equal(d.at):

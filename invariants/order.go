@@ -1,7 +1,5 @@
 package invariants
 
-import "container/heap"
-
 // strictOrder answers the order check's question, "which event accepted
 // before this one is not yet delivered or dead?", in O(log n) per send and
 // per persisted record, where walking the acceptance order from the start
@@ -13,10 +11,10 @@ import "container/heap"
 // turned terminal since leaves the heap when it reaches the top, so the
 // top is the first non-terminal position.
 type strictOrder struct {
-	maxSeq   []uint64  // maxSeq[i]: the largest seq at positions 0..i
-	terminal []bool    // the latest record at each position is terminal
-	open     positions // a superset of the non-terminal positions
-	inOpen   []bool    // by position: it is in open
+	maxSeq   []uint64          // maxSeq[i]: the largest seq at positions 0..i
+	terminal []bool            // the latest record at each position is terminal
+	open     minHeap[position] // a superset of the non-terminal positions
+	inOpen   []bool            // by position: it is in open
 }
 
 // add appends an event with sequence number seq, terminal until set says
@@ -34,7 +32,8 @@ func (o *strictOrder) add(seq uint64) int {
 
 // reset empties o.
 func (o *strictOrder) reset() {
-	o.maxSeq, o.terminal, o.inOpen, o.open = o.maxSeq[:0], o.terminal[:0], o.inOpen[:0], o.open[:0]
+	o.maxSeq, o.terminal, o.inOpen = o.maxSeq[:0], o.terminal[:0], o.inOpen[:0]
+	o.open.reset()
 }
 
 // set records whether the latest record at position pos is terminal.
@@ -42,19 +41,19 @@ func (o *strictOrder) set(pos int, terminal bool) {
 	o.terminal[pos] = terminal
 	if !terminal && !o.inOpen[pos] {
 		o.inOpen[pos] = true
-		heap.Push(&o.open, pos)
+		o.open.push(position(pos))
 	}
 }
 
 // first returns the first non-terminal position, or -1 if there is none.
 func (o *strictOrder) first() int {
-	for len(o.open) > 0 && o.terminal[o.open[0]] {
-		o.inOpen[heap.Pop(&o.open).(int)] = false
+	for o.open.len() > 0 && o.terminal[o.open.min()] {
+		o.inOpen[o.open.pop()] = false
 	}
-	if len(o.open) == 0 {
+	if o.open.len() == 0 {
 		return -1
 	}
-	return o.open[0]
+	return int(o.open.min())
 }
 
 // blocker returns the position the walk from the start of the acceptance
@@ -71,16 +70,7 @@ func (o *strictOrder) blocker(seq uint64) (pos int, blocked bool) {
 	return top, true
 }
 
-// positions is a min-heap of positions (container/heap).
-type positions []int
+// position is a place in acceptance order, ordered first to last.
+type position int
 
-func (h positions) Len() int           { return len(h) }
-func (h positions) Less(i, j int) bool { return h[i] < h[j] }
-func (h positions) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *positions) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *positions) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+func (p position) less(o position) bool { return p < o }

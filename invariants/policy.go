@@ -57,12 +57,12 @@ var PolicyNames = []string{RetryTiming, Breaker, Parking, Recovery, Age, Leases,
 type policy struct {
 	run     Run
 	fail    func(inv, id string, step int, format string, args ...any)
-	ids     *names         // event IDs
-	events  []event        // per event, by number: the checker's, shared
-	workers []*workerState // per worker, by number
-	single  int            // the number of worker "", the single sender
-	live    int            // events whose latest record is not terminal
-	due     dueHeap        // retries of the single sender, by NextAt
+	ids     *names            // event IDs
+	events  []event           // per event, by number: the checker's, shared
+	workers []*workerState    // per worker, by number
+	single  int               // the number of worker "", the single sender
+	live    int               // events whose latest record is not terminal
+	due     minHeap[dueRetry] // retries of the single sender, by NextAt
 	leases
 }
 
@@ -121,7 +121,7 @@ func (p *policy) reset(run Run, ids *names) {
 	clear(p.until)
 	p.newest = 0
 	p.live = 0
-	p.due = p.due[:0]
+	p.due.reset()
 }
 
 // worker returns worker wk's state.
