@@ -11,7 +11,7 @@ import (
 func TestMinHeapPopsInOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
-		var h minHeap[position]
+		var h minHeap[item]
 		var model []int // what h holds, sorted
 		for range rng.IntN(100) {
 			if h.len() > 0 && rng.IntN(3) == 0 {
@@ -23,7 +23,7 @@ func TestMinHeapPopsInOrder(t *testing.T) {
 				continue
 			}
 			x := rng.IntN(20)
-			h.push(position(x))
+			h.push(item(x))
 			model = append(model, x)
 			slices.Sort(model)
 			if int(h.min()) != model[0] {
@@ -41,3 +41,8 @@ func TestMinHeapPopsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// item is an int for minHeap.
+type item int
+
+func (i item) less(o item) bool { return i < o }

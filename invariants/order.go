@@ -1,20 +1,20 @@
 package invariants
 
 // strictOrder answers the order check's question, "which event accepted
-// before this one is not yet delivered or dead?", in O(log n) per send and
-// per persisted record, where walking the acceptance order from the start
-// on every send cost O(n) (O(n²) per run).
+// before this one is not yet delivered or dead?", in O(1) per send and per
+// persisted record (amortised), where walking the acceptance order from
+// the start on every send cost O(n) (O(n²) per run).
 //
 // It holds events by position in acceptance order (first persistence),
-// with the running maximum of their sequence numbers, and open: a min-heap
-// of the positions whose record was set non-terminal. A position that has
-// turned terminal since leaves the heap when it reaches the top, so the
-// top is the first non-terminal position.
+// with the running maximum of their sequence numbers, and low: every
+// position before low is terminal. low moves forward past terminal
+// positions as the order check asks for the first non-terminal one. A
+// record turns non-terminal again only in a broken run (monotonic reports
+// it); low then moves back to it, and walks forward again from there.
 type strictOrder struct {
-	maxSeq   []uint64          // maxSeq[i]: the largest seq at positions 0..i
-	terminal []bool            // the latest record at each position is terminal
-	open     minHeap[position] // a superset of the non-terminal positions
-	inOpen   []bool            // by position: it is in open
+	maxSeq   []uint64 // maxSeq[i]: the largest seq at positions 0..i
+	terminal []bool   // the latest record at each position is terminal
+	low      int      // every position before low is terminal
 }
 
 // add appends an event with sequence number seq, terminal until set says
@@ -26,34 +26,31 @@ func (o *strictOrder) add(seq uint64) int {
 	}
 	o.maxSeq = append(o.maxSeq, m)
 	o.terminal = append(o.terminal, true)
-	o.inOpen = append(o.inOpen, false)
 	return len(o.maxSeq) - 1
 }
 
 // reset empties o.
 func (o *strictOrder) reset() {
-	o.maxSeq, o.terminal, o.inOpen = o.maxSeq[:0], o.terminal[:0], o.inOpen[:0]
-	o.open.reset()
+	o.maxSeq, o.terminal, o.low = o.maxSeq[:0], o.terminal[:0], 0
 }
 
 // set records whether the latest record at position pos is terminal.
 func (o *strictOrder) set(pos int, terminal bool) {
 	o.terminal[pos] = terminal
-	if !terminal && !o.inOpen[pos] {
-		o.inOpen[pos] = true
-		o.open.push(position(pos))
+	if !terminal {
+		o.low = min(o.low, pos)
 	}
 }
 
 // first returns the first non-terminal position, or -1 if there is none.
 func (o *strictOrder) first() int {
-	for o.open.len() > 0 && o.terminal[o.open.min()] {
-		o.inOpen[o.open.pop()] = false
+	for o.low < len(o.terminal) && o.terminal[o.low] {
+		o.low++
 	}
-	if o.open.len() == 0 {
+	if o.low == len(o.terminal) {
 		return -1
 	}
-	return int(o.open.min())
+	return o.low
 }
 
 // blocker returns the position the walk from the start of the acceptance
@@ -69,8 +66,3 @@ func (o *strictOrder) blocker(seq uint64) (pos int, blocked bool) {
 	}
 	return top, true
 }
-
-// position is a place in acceptance order, ordered first to last.
-type position int
-
-func (p position) less(o position) bool { return p < o }
