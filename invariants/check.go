@@ -127,8 +127,11 @@ type ref struct {
 // caller's: the Checker keeps nothing of it.
 func (k *Checker) Check(run Run) []Violation {
 	c, p := &k.c, &k.p
-	k.ids.reset()
-	k.workers.reset()
+	// The store's final records are nearly every event of the run: room
+	// for them at once, where growing one event at a time copied the
+	// events over and over.
+	k.ids.reset(len(run.Final))
+	k.workers.reset(0)
 	c.reset(run, &k.ids)
 	p.reset(run, &k.ids)
 	p.events = c.events // one state per event, which both checkers follow
@@ -161,7 +164,7 @@ func (k *Checker) worker(name string) int {
 	wk, isNew := k.workers.of(name)
 	if isNew {
 		k.c.workers = append(k.c.workers, checkerWorker{})
-		k.p.workers = append(k.p.workers, newWorkerState(name))
+		k.p.workers = append(k.p.workers, newWorkerState(name, len(k.c.run.Final)))
 	}
 	return wk
 }
@@ -189,7 +192,7 @@ func (k Kind) namesWorker() bool {
 // reset readies c for run.
 func (c *checker) reset(run Run, ids *names) {
 	c.run, c.ids = run, ids
-	c.events = c.events[:0]
+	c.events = slices.Grow(c.events[:0], len(run.Final))
 	c.workers = c.workers[:0]
 	c.order = c.order[:0]
 	c.strict.reset()

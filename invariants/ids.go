@@ -1,5 +1,7 @@
 package invariants
 
+import "slices"
+
 // names numbers strings 0, 1, 2, ... in order of first sight. The checker
 // numbers a run's event IDs and worker names, and keeps what it follows of
 // each in a slice indexed by that number.
@@ -8,10 +10,10 @@ type names struct {
 	index map[string]int // the number of every string in list
 }
 
-// reset forgets every number.
-func (n *names) reset() {
-	n.list = n.list[:0]
-	clear(n.index)
+// reset forgets every number, with room for about size strings.
+func (n *names) reset(size int) {
+	n.list = slices.Grow(n.list[:0], size)
+	n.index = make(map[string]int, size)
 }
 
 // of returns the number of s, giving it the next one if it has none; isNew
@@ -19,9 +21,6 @@ func (n *names) reset() {
 func (n *names) of(s string) (i int, isNew bool) {
 	if i, ok := n.index[s]; ok {
 		return i, false
-	}
-	if n.index == nil {
-		n.index = map[string]int{}
 	}
 	i = len(n.list)
 	n.list = append(n.list, s)

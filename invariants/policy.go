@@ -127,17 +127,19 @@ func (p *policy) reset(run Run, ids *names) {
 // worker returns worker wk's state.
 func (p *policy) worker(wk int) *workerState { return p.workers[wk] }
 
-// newWorkerState returns the state of worker name, seen for the first time.
-func newWorkerState(name string) *workerState {
-	w := &workerState{}
+// newWorkerState returns the state of worker name, seen for the first
+// time, with room for about events events (see Checker.Check).
+func newWorkerState(name string, events int) *workerState {
+	w := &workerState{ev: make([]workerEvent, 0, events)}
 	w.reset(name, 1)
 	return w
 }
 
 // reset makes w incarnation inc of worker name, owing nothing and holding
-// no event; it keeps only the lease token it was last granted.
+// no event (at adds zero ones): it keeps the lease token it was last
+// granted and the room of its slices.
 func (w *workerState) reset(name string, inc int) {
-	*w = workerState{name: name, inc: inc, held: w.held, probeOwed: -1, input: -1, inputOwed: -1}
+	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev[:0], known: w.known[:0], probeOwed: -1, input: -1, inputOwed: -1}
 }
 
 // at returns what w holds of event ev.
