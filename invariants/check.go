@@ -3,6 +3,7 @@ package invariants
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -64,9 +65,7 @@ func LivenessBound(p machine.Config, events, poison int, latency time.Duration) 
 
 // event is what the checker follows of one event, in one slice indexed by
 // its number: what both checkers read (its first identity, its latest
-// record), then what each keeps of its own. One state where each had its
-// own, looked up separately on every persisted entry and keeping the
-// identity and latest record twice.
+// record), then what each keeps of its own.
 type event struct {
 	persisted   bool
 	first       identity        // as first persisted
@@ -82,16 +81,13 @@ type eventView struct {
 	rewritten bool      // its identity changed (reported once)
 	doneAt    time.Time // when it was first persisted terminal
 	sends     int
-	sentLow   uint64       // attempt numbers 0 to 63 sent, one bit each
-	attempts  map[int]bool // attempt numbers sent beyond those (rare)
+	sent      []int // the attempt numbers sent, in the order sent
 	applied   int
 	everDead  bool
 	deadAs    machine.DeadReason // the reason it was first persisted dead with
 }
 
 // identity is what of a record may never change once it is accepted.
-// Events keep it rather than the first record whole: they are many, and
-// the rest of that record is never read again.
 type identity struct {
 	seq        uint64
 	acceptedAt time.Time
@@ -102,46 +98,6 @@ func identityOf(r *machine.Record) identity {
 	return identity{seq: r.Seq, acceptedAt: r.AcceptedAt, payload: r.Payload}
 }
 
-// sameTime reports whether a and b are the same instant, as a.Equal(b)
-// does, but settles the usual case, a copy of the same value, inline: a
-// record's acceptance time is compared on every write of it.
-func sameTime(a, b time.Time) bool {
-	return a == b || a.Equal(b)
-}
-
-// before is a.Before(b), settling a copy of the same instant without the
-// call: most attempts of a steady run start at the NextAt persisted before
-// them, which is compared on every start.
-func before(a, b time.Time) bool {
-	return a != b && a.Before(b)
-}
-
-// reached reports whether t is at or after u+d, as !t.Before(u.Add(d))
-// does, settling t == u without the calls (u+d is after u exactly when
-// d > 0): most attempts of a steady run start at their event's
-// acceptance, and each start is judged against acceptance plus MaxAge.
-func reached(t, u time.Time, d time.Duration) bool {
-	if t == u {
-		return d <= 0
-	}
-	return reachedAfter(t, u, d)
-}
-
-// reachedAfter is reached's call, outside it so that reached is inlined.
-func reachedAfter(t, u time.Time, d time.Duration) bool {
-	return !t.Before(u.Add(d))
-}
-
-// plus returns t.Add(d), settling d == 0 without the call: t.Add(0) is t,
-// field for field, and a single sender's run has no Skew, which a start of
-// an attempt is judged with.
-func plus(t time.Time, d time.Duration) time.Time {
-	if d == 0 {
-		return t
-	}
-	return t.Add(d)
-}
-
 // Check judges a run and returns every violation found, in step order
 // (final-state ones last). No violations means every invariant held.
 func Check(run Run) []Violation {
@@ -149,15 +105,15 @@ func Check(run Run) []Violation {
 	return k.Check(run)
 }
 
-// Checker judges runs one after another, as Check does, reusing its
-// slices and maps from one run to the next: a simulator that judges each
-// of a run's streams, or many runs, allocates them once. The zero Checker
-// is ready to use. It is not safe for concurrent use.
+// Checker judges runs one after another, as Check does, keeping its
+// slices and maps from one run to the next (a simulator judges each of a
+// run's streams, and many runs, with one). The zero Checker is ready to
+// use. It is not safe for concurrent use.
 type Checker struct {
 	c       checker
 	p       policy
 	ids     names // the run's event IDs
-	workers names // worker names, kept from run to run as their state is
+	workers names // the run's worker names
 }
 
 // ref is what an entry is about, by number (see names).
@@ -171,14 +127,18 @@ type ref struct {
 // caller's: the Checker keeps nothing of it.
 func (k *Checker) Check(run Run) []Violation {
 	c, p := &k.c, &k.p
-	k.ids.reset()
-	k.workers.ready() // kept from run to run, not reset
+	// The store's final records are nearly every event of the run: room
+	// for them at once, where growing one event at a time copied the
+	// events over and over.
+	k.ids.reset(len(run.Final))
+	k.workers.reset(0)
 	c.reset(run, &k.ids)
-	p.reset(run, &k.ids, &k.workers)
+	p.reset(run, &k.ids)
+	p.events = c.events // one state per event, which both checkers follow
 	if p.fail == nil {
 		p.fail = c.fail
 	}
-	k.room()
+	p.single = k.worker("")
 	k.judge(run.Entries)
 	p.final()
 	c.final()
@@ -187,62 +147,53 @@ func (k *Checker) Check(run Run) []Violation {
 	return out
 }
 
-// room gives every event and worker numbered so far its state.
-func (k *Checker) room() {
-	n, nw := len(k.ids.list), len(k.workers.list)
-	k.c.events = growAhead(k.c.events, n)
-	k.p.events = k.c.events // one state per event, which both checkers follow
-	k.c.workers = grow(k.c.workers, nw)
-	// As many as events: miss asks for room by events' length alone.
-	k.p.room(len(k.c.events), nw)
-}
-
-// What an entry of each kind is about, of what the checker follows by
-// number: an event (its ID; on Persisted, its record's), a worker.
-const (
-	aboutEvent = 1 << iota
-	aboutWorker
-)
-
-var about = [256]uint8{ // by Kind: a uint8 indexes it without a bounds check
-	Acked: aboutEvent, Persisted: aboutEvent | aboutWorker, Sent: aboutEvent | aboutWorker,
-	Probed: aboutWorker, Applied: aboutEvent, CircuitChanged: aboutWorker, Restarted: aboutWorker,
-	LeaseGranted: aboutWorker, Replied: aboutEvent | aboutWorker, Offered: aboutEvent,
-	Refused: aboutEvent, ProbeReplied: aboutWorker, LeaseRenewed: aboutWorker,
-	Adopted: aboutEvent | aboutWorker,
-	// Discarded and WriteRejected: judged by nothing the checker numbers.
-}
-
-// recordOf numbers the record of e, a Persisted entry whose ID, numbered
-// id, is not the same string as its record's (it may be an equal one).
-func (k *Checker) recordOf(e *Entry, id int) int {
-	if e.Record.ID == e.ID {
-		return id
+// event returns the number of event ID id, giving an event seen for the
+// first time its state.
+func (k *Checker) event(id string) int {
+	ev, isNew := k.ids.of(id)
+	if isNew {
+		k.c.events = append(k.c.events, event{})
+		k.p.events = k.c.events // one state per event, which both checkers follow
 	}
-	if ev := k.ids.cached(e.Record.ID); ev >= 0 {
-		return ev
-	}
-	return k.miss(&k.ids, e.Record.ID)
+	return ev
 }
 
-// miss numbers s by n, which cached did not find it in, and gives a string
-// numbered for the first time its state: only a miss can number one.
-func (k *Checker) miss(n *names, s string) int {
-	i := n.miss(s)
-	if len(k.ids.list) > len(k.c.events) || len(k.workers.list) > len(k.c.workers) {
-		k.room()
+// worker returns the number of worker name, giving a worker seen for the
+// first time its state.
+func (k *Checker) worker(name string) int {
+	wk, isNew := k.workers.of(name)
+	if isNew {
+		k.c.workers = append(k.c.workers, checkerWorker{})
+		k.p.workers = append(k.p.workers, newWorkerState(name, len(k.c.run.Final)))
 	}
-	return i
+	return wk
 }
 
-// reset readies c for run, keeping the room its slices have.
+// namesEvent reports whether an entry of kind k is about an event the
+// checker follows: its ID's (on Persisted, its record's).
+func (k Kind) namesEvent() bool {
+	switch k {
+	case Acked, Persisted, Sent, Applied, Replied, Offered, Refused, Adopted:
+		return true
+	}
+	return false // Discarded and WriteRejected are judged by nothing numbered
+}
+
+// namesWorker reports whether an entry of kind k is about the worker that
+// acted, which the checker follows.
+func (k Kind) namesWorker() bool {
+	switch k {
+	case Persisted, Sent, Probed, CircuitChanged, Restarted, LeaseGranted, Replied, ProbeReplied, LeaseRenewed, Adopted:
+		return true
+	}
+	return false
+}
+
+// reset readies c for run.
 func (c *checker) reset(run Run, ids *names) {
 	c.run, c.ids = run, ids
-	clear(c.events) // so that grow finds zero events past the length
-	c.events = roomFor(c.events[:0], len(run.Final))
-	for i := range c.workers { // emptied, kept for the next run's workers of the same name
-		c.workers[i] = checkerWorker{flying: c.workers[i].flying[:0]}
-	}
+	c.events = slices.Grow(c.events[:0], len(run.Final))
+	c.workers = c.workers[:0]
 	c.order = c.order[:0]
 	c.strict.reset()
 	c.newest, c.applied, c.out = 0, 0, nil
@@ -258,9 +209,6 @@ type checker struct {
 	newest  uint64          // the newest fencing token granted
 	applied uint64          // highest seq applied (strict)
 	out     []Violation
-	// finalOf indexes Run.Final by event number for final (-1: none),
-	// kept for the next run.
-	finalOf []int
 }
 
 // checkerWorker is what the checker follows of one worker.
@@ -268,8 +216,8 @@ type checkerWorker struct {
 	circuit machine.Circuit
 	// flying holds the attempts started (persisted) and not yet answered,
 	// with their start: an attempt ends at its reply or, at the latest,
-	// AttemptTimeout after it started. They are few (about a window's
-	// worth): a slice searched in full costs less than a map.
+	// AttemptTimeout after it started. They are few: about a window's
+	// worth.
 	flying []flyingAttempt
 }
 
@@ -299,42 +247,23 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 }
 
 // judge judges every observation in turn: the policy checker first, then
-// the safety checker, one kind at a time. One switch for both, where each
-// had its own entry method, and in the loop that numbers each entry's
-// event and worker, where it was a method of its own called per entry:
-// the calls cost more than most of what they called. Entries are taken by
-// index: one is a few hundred bytes, too many to copy per step.
+// the safety checker, one kind at a time.
 func (k *Checker) judge(entries []Entry) {
 	p, c := &k.p, &k.c
 	for i := range entries {
 		e := &entries[i]
-		// Number e's event and worker, for the kinds that have them: by the
-		// string numbered last (they come in runs), cached, or k.miss.
 		at := ref{ev: -1, id: -1, wk: -1}
-		a := about[e.Kind]
-		if a&aboutWorker != 0 {
-			if at.wk = k.workers.numberedLast(e.Worker); at.wk < 0 {
-				if at.wk = k.workers.cached(e.Worker); at.wk < 0 {
-					at.wk = k.miss(&k.workers, e.Worker)
-				}
-				k.workers.last = recentName{s: e.Worker, plus: at.wk + 1}
-			}
+		if e.Kind.namesWorker() {
+			at.wk = k.worker(e.Worker)
 		}
-		if a&aboutEvent != 0 {
-			if at.id = k.ids.numberedLast(e.ID); at.id < 0 {
-				if at.id = k.ids.cached(e.ID); at.id < 0 {
-					at.id = k.miss(&k.ids, e.ID)
-				}
-				k.ids.last = recentName{s: e.ID, plus: at.id + 1}
-			}
+		if e.Kind.namesEvent() {
+			at.id = k.event(e.ID)
 			at.ev = at.id
-			if e.Kind == Persisted && !same(e.Record.ID, e.ID) {
-				at.ev = k.recordOf(e, at.id)
+			if e.Kind == Persisted && e.Record.ID != e.ID {
+				at.ev = k.event(e.Record.ID)
 			}
 		}
-		if len(p.due) > 0 {
-			p.retriesDue(e.At, e.Step)
-		}
+		p.retriesDue(e.At, e.Step)
 		switch e.Kind {
 		case Persisted:
 			k.persisted(e, at)
@@ -421,10 +350,8 @@ func (c *checker) replied(e *Entry, at ref) {
 }
 
 // persisted judges a persisted record: the policy checker first, then the
-// safety checker, on the event's one state. Both read its record before
-// (prev: nil on its first persistence) and its first identity, set here
-// once. The safety checker's part is written out here: a call of its own
-// cost more per record than most of its checks.
+// safety checker. Both read the event's record before (prev: nil on its
+// first persistence) and its first identity, noted here.
 func (k *Checker) persisted(e *Entry, at ref) {
 	c, r := &k.c, &e.Record
 	v := &c.events[at.ev]
@@ -435,11 +362,18 @@ func (k *Checker) persisted(e *Entry, at ref) {
 		v.pos = c.strict.add(r.Seq)
 	}
 	k.p.persisted(e, at, v, prev) // its violations come first
+	c.persisted(e, at, v, prev)
+	v.rec = r
+}
+
+// persisted judges a persisted record for the safety checker.
+func (c *checker) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
+	r := &e.Record
 	if prev != nil {
 		if prev.Seq != r.Seq {
 			c.fail(AppliedOnce, r.ID, e.Step, "persisted as seq %d, but it is seq %d", r.Seq, prev.Seq)
 		}
-		if !v.rewritten && (!sameTime(r.AcceptedAt, v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
+		if !v.rewritten && (!r.AcceptedAt.Equal(v.first.acceptedAt) || !bytes.Equal(r.Payload, v.first.payload)) {
 			v.rewritten = true // reported once
 			c.fail(Monotonic, r.ID, e.Step, "its acceptance time or payload changed after it was accepted")
 		}
@@ -466,7 +400,6 @@ func (k *Checker) persisted(e *Entry, at ref) {
 		c.deserved(e, v)
 	}
 	c.strict.set(v.pos, r.State.Terminal())
-	v.rec = r
 }
 
 // terminalChanged reports a terminal record persisted changed from prev.
@@ -546,9 +479,10 @@ func (c *checker) sent(e *Entry, at ref) {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
-	if v.sentBefore(e.Attempt) {
+	if slices.Contains(v.sent, e.Attempt) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent twice: an attempt number was reused", e.Attempt)
 	}
+	v.sent = append(v.sent, e.Attempt)
 	if v.rec.Attempts < e.Attempt {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent before it was persisted (store has %d)", e.Attempt, v.rec.Attempts)
 	}
@@ -573,54 +507,33 @@ func (c *checker) sent(e *Entry, at ref) {
 	}
 }
 
-// sentBefore records attempt n as sent and reports whether it was sent
-// before. Attempt numbers are small: a bit each, a map only beyond 63.
-func (v *eventView) sentBefore(n int) bool {
-	if n >= 0 && n < 64 {
-		bit := uint64(1) << n
-		seen := v.sentLow&bit != 0
-		v.sentLow |= bit
-		return seen
-	}
-	if v.attempts == nil {
-		v.attempts = map[int]bool{}
-	}
-	seen := v.attempts[n]
-	v.attempts[n] = true
-	return seen
-}
-
 func (c *checker) final() {
 	var end time.Time
 	if n := len(c.run.Entries); n > 0 {
 		end = c.run.Entries[n-1].At
 	}
-	lb := c.livenessBounds()
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]
-		i := finalOf[ev]
-		ok := i >= 0
-		r := &machine.Record{} // not allocated: it does not escape
-		if ok {
-			r = &c.run.Final[i]
+		if finalOf[ev] < 0 {
+			if v.everDead {
+				c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
+			} else {
+				c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.first.seq)
+			}
+			continue
 		}
+		r := c.run.Final[finalOf[ev]]
 		switch {
-		case !ok && v.everDead:
-			c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
-			continue
-		case !ok:
-			c.fail(NothingLost, id, -1, "accepted (seq %d) but missing from the store", v.first.seq)
-			continue
 		case v.everDead && (r.State != machine.Dead || r.Reason != v.deadAs):
-			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(*r))
+			c.fail(DeadKept, id, -1, "was dead (%s), store now has %s", v.deadAs, describe(r))
 		case r.State == machine.Delivered && v.applied == 0:
 			c.fail(NothingLost, id, -1, "delivered in the store, but the receiver never applied it")
 		case !r.State.Terminal() && c.run.Finished:
-			c.fail(Liveness, id, -1, "still %s when the run finished", describe(*r))
+			c.fail(Liveness, id, -1, "still %s when the run finished", describe(r))
 			continue
 		}
-		c.liveness(id, v, end, &lb)
+		c.liveness(id, v, end)
 	}
 }
 
@@ -628,59 +541,33 @@ func (c *checker) final() {
 // record (-1: none; the last, should a broken store list an ID twice).
 // Records of IDs the log never named are no event's: final ignores them.
 func (c *checker) indexFinal() []int {
-	n := len(c.ids.list)
-	if cap(c.finalOf) < n {
-		c.finalOf = make([]int, n)
-	}
-	finalOf := c.finalOf[:n]
+	finalOf := make([]int, len(c.ids.list))
 	for i := range finalOf {
 		finalOf[i] = -1
 	}
-	for i := range c.run.Final {
-		id := c.run.Final[i].ID
-		if ev := c.ids.cached(id); ev >= 0 { // the store's records share the log's IDs
-			finalOf[ev] = i
-		} else if ev, ok := c.ids.lookup(id); ok {
+	for i, r := range c.run.Final {
+		if ev, ok := c.ids.lookup(r.ID); ok {
 			finalOf[ev] = i
 		}
 	}
 	return finalOf
 }
 
-// livenessBounds is what every event's liveness deadline is made of,
-// computed once per run rather than per event.
-type livenessBounds struct {
-	healedBy time.Time     // HealedAt + LivenessBound
-	age      time.Duration // MaxAge + AttemptTimeout + Slack
-	// own is the deadline after acceptance of an event accepted at or
-	// after HealedAt: age, or LivenessBound if that is shorter.
-	own time.Duration
-}
-
-func (c *checker) livenessBounds() livenessBounds {
-	b := livenessBounds{age: c.run.Policy.MaxAge + c.run.Policy.AttemptTimeout + c.run.Slack}
-	b.own = b.age
-	if c.run.LivenessBound > 0 {
-		b.healedBy = c.run.HealedAt.Add(c.run.LivenessBound)
-		b.own = min(b.age, c.run.LivenessBound)
-	}
-	return b
-}
-
-// liveness checks that the event settled by its deadline: age after its
-// acceptance, or LivenessBound after the later of acceptance and healing
-// if that is earlier. (For acceptance at or after healing, that is the
-// shorter of the two durations: one time.Add per event, not two.)
-func (c *checker) liveness(id string, v *event, end time.Time, b *livenessBounds) {
+// liveness checks that the event settled by its deadline: MaxAge plus
+// one AttemptTimeout (plus Slack) after its acceptance, or LivenessBound
+// after the later of acceptance and healing if that is earlier.
+func (c *checker) liveness(id string, v *event, end time.Time) {
+	p := &c.run.Policy
 	accepted := v.first.acceptedAt // the final record's could have been rewritten
-	var deadline time.Time
-	if c.run.LivenessBound > 0 && c.run.HealedAt.After(accepted) {
-		deadline = accepted.Add(b.age)
-		if b.healedBy.Before(deadline) {
-			deadline = b.healedBy
+	deadline := accepted.Add(p.MaxAge + p.AttemptTimeout + c.run.Slack)
+	if c.run.LivenessBound > 0 {
+		from := accepted
+		if c.run.HealedAt.After(from) {
+			from = c.run.HealedAt
 		}
-	} else {
-		deadline = accepted.Add(b.own)
+		if healed := from.Add(c.run.LivenessBound); healed.Before(deadline) {
+			deadline = healed
+		}
 	}
 	settled := v.doneAt
 	if settled.IsZero() {

@@ -1,4 +1,7 @@
-// Check reports exactly the broken guarantee, by invariant name, event and step, for hand-built logs that each break one, and nothing for logs of correct runs, including the unusual but legal ones.
+// Check reports exactly the broken guarantee, by invariant name, event
+// and step, for hand-built logs that each break one (a test per
+// invariant), and nothing for logs of correct runs, including the unusual
+// but legal ones.
 package invariants_test
 
 import (
@@ -188,14 +191,43 @@ func (b *logb) stop() invariants.Run {
 	return b.run
 }
 
-func TestCheck(t *testing.T) {
-	tests := []struct {
-		name   string
-		reason string
-		// build writes the log and returns the violations it must yield.
-		build func(b *logb) []found
-	}{
-		// Nothing lost.
+// checkRow is a log that breaks one guarantee, or none.
+type checkRow struct {
+	name   string
+	reason string
+	// build writes the log and returns the violations it must yield.
+	build func(b *logb) []found
+}
+
+// checkRows checks each row's log: Check reports exactly the violations
+// it names, leaving out the timed policy rules (untimed), and a reused
+// Checker reports the same.
+func checkRows(t *testing.T, rows []checkRow) {
+	t.Helper()
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newLog(policy())
+			want := tt.build(b)
+			var got []found
+			vs := invariants.Check(b.run)
+			for _, v := range vs {
+				if untimed[v.Invariant] {
+					continue
+				}
+				got = append(got, found{v.Invariant, v.ID, v.Step})
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\nCheck mismatch (-want +got):\n%s\nfull report: %v", tt.reason, diff, vs)
+			}
+			sameWithReused(t, b.run, vs)
+		})
+	}
+}
+
+// TestNothingLost (nothing-lost): an acknowledged event was persisted first,
+// stays in the store, and delivered there means applied.
+func TestNothingLost(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "acked event missing from the final store",
 			reason: "an acknowledged event must stay in the store",
@@ -231,7 +263,13 @@ func TestCheck(t *testing.T) {
 				return []found{{invariants.NothingLost, "e1", final}}
 			},
 		},
-		// Applied once.
+	})
+}
+
+// TestAppliedOnce (applied-once): no ID applied twice, nothing applied that
+// was never accepted, and a known ID never becomes a new event.
+func TestAppliedOnce(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "applied twice",
 			reason: "the receiver must absorb a redundant attempt (independent order, so only applied-once is at stake)",
@@ -296,7 +334,14 @@ func TestCheck(t *testing.T) {
 				return []found{{invariants.AppliedOnce, "e1", s}}
 			},
 		},
-		// Order.
+	})
+}
+
+// TestOrder (order): in strict mode sends wait for every earlier event to
+// settle, and a fencing receiver applies in acceptance order; independent
+// order promises nothing.
+func TestOrder(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "strict: applied out of order",
 			reason: "with a fencing receiver, a late attempt of a dead event landing after its successor breaks strict order",
@@ -327,108 +372,6 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
-			name:   "dead (exhausted) too early",
-			reason: "exhausted means MaxAttempts attempts were made",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				b.attempt("e1")
-				s := b.persist("e1", machine.Dead, 1, machine.Exhausted)
-				b.finish()
-				return []found{{invariants.DeadDeserved, "e1", s}}
-			},
-		},
-		{
-			name:   "dead (expired) before MaxAge",
-			reason: "expired means MaxAge passed, or the next attempt would fall after it",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				b.attempt("e1")
-				s := b.persist("e1", machine.Dead, 1, machine.Expired)
-				b.finish()
-				return []found{{invariants.DeadDeserved, "e1", s}}
-			},
-		},
-		{
-			name:   "dead (rejected) without a refusal",
-			reason: "rejected means the channel refused it",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				b.attempt("e1")
-				b.add(invariants.Entry{Kind: invariants.Replied, ID: "e1", Attempt: 1, Detail: machine.OutcomeFailed.String()})
-				s := b.persist("e1", machine.Dead, 1, machine.Rejected)
-				b.finish()
-				return []found{{invariants.DeadDeserved, "e1", s}}
-			},
-		},
-		{
-			name:   "payload rewritten",
-			reason: "a record's identity (payload, acceptance time) never changes after acceptance",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				r := b.recs["e1"]
-				r.Payload = []byte("other")
-				s := b.store(r)
-				b.deliver("e1")
-				b.finish()
-				return []found{{invariants.Monotonic, "e1", s}}
-			},
-		},
-		{
-			name:   "lease token reused",
-			reason: "every lease must carry a larger fencing token than the last",
-			build: func(b *logb) []found {
-				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Worker: "w1", Token: 2})
-				s := b.add(invariants.Entry{Kind: invariants.LeaseGranted, Worker: "w2", Token: 2})
-				b.finish()
-				return []found{{invariants.Leases, "", s}}
-			},
-		},
-		{
-			name:   "sent while parked",
-			reason: "a parked event waits for a healthy probe, whatever circuit the sender reports",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				b.persist("e1", machine.Parked, 1, machine.NotDead)
-				b.persist("e1", machine.Parked, 2, machine.NotDead)
-				s := b.send("e1", 2)
-				b.apply("e1")
-				b.persist("e1", machine.Delivered, 2, machine.NotDead)
-				b.finish()
-				return []found{{invariants.BoundedSends, "e1", s}}
-			},
-		},
-		{
-			name:   "strict: two attempts in flight",
-			reason: "strict order allows one attempt in flight; the second starts before the first is answered or timed out",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				b.accept("e2")
-				b.attempt("e1")
-				b.wait(time.Second)
-				s := b.persist("e2", machine.Pending, 1, machine.NotDead)
-				b.stop()
-				return []found{{invariants.BoundedSends, "e2", s}}
-			},
-		},
-		{
-			name:   "independent: a window of two",
-			reason: "Window bounds the attempts in flight; an attempt stops counting at its reply or its AttemptTimeout",
-			build: func(b *logb) []found {
-				b.run.Policy = independent()
-				b.run.Policy.Window = 2
-				b.accept("e1")
-				b.accept("e2")
-				b.accept("e3")
-				b.attempt("e1")
-				b.attempt("e2")
-				s := b.persist("e3", machine.Pending, 1, machine.NotDead)
-				b.wait(b.run.Policy.AttemptTimeout) // all three have timed out
-				b.persist("e3", machine.Pending, 2, machine.NotDead)
-				b.stop()
-				return []found{{invariants.BoundedSends, "e3", s}}
-			},
-		},
-		{
 			name:   "strict: seq 2 sent while seq 1 is pending",
 			reason: "strict order holds every event behind the earliest non-terminal one",
 			build: func(b *logb) []found {
@@ -443,7 +386,31 @@ func TestCheck(t *testing.T) {
 				return []found{{invariants.Order, "e2", s}}
 			},
 		},
-		// Bounded sends.
+		{
+			name:   "independent order applied out of order",
+			reason: "independent ordering promises no order",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.attempt("e2")
+				b.apply("e2")
+				b.apply("e1")
+				b.persist("e2", machine.Delivered, 1, machine.NotDead)
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return nil
+			},
+		},
+	})
+}
+
+// TestBoundedSends (bounded-sends): at most MaxAttempts sends, each
+// persisted first and numbered anew, within the window, never after
+// terminal, while parked, or past an open or checking circuit.
+func TestBoundedSends(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "more than MaxAttempts sends across a restart",
 			reason: "the budget is counted durably, so a restart must not renew it",
@@ -503,6 +470,20 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name:   "sent while parked",
+			reason: "a parked event waits for a healthy probe, whatever circuit the sender reports",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.persist("e1", machine.Parked, 1, machine.NotDead)
+				b.persist("e1", machine.Parked, 2, machine.NotDead)
+				s := b.send("e1", 2)
+				b.apply("e1")
+				b.persist("e1", machine.Delivered, 2, machine.NotDead)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
 			name:   "sent while the circuit is open",
 			reason: "only probes go out while the circuit is open",
 			build: func(b *logb) []found {
@@ -530,7 +511,44 @@ func TestCheck(t *testing.T) {
 				return []found{{invariants.BoundedSends, "e1", s}}
 			},
 		},
-		// Dead kept.
+		{
+			name:   "strict: two attempts in flight",
+			reason: "strict order allows one attempt in flight; the second starts before the first is answered or timed out",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.accept("e2")
+				b.attempt("e1")
+				b.wait(time.Second)
+				s := b.persist("e2", machine.Pending, 1, machine.NotDead)
+				b.stop()
+				return []found{{invariants.BoundedSends, "e2", s}}
+			},
+		},
+		{
+			name:   "independent: a window of two",
+			reason: "Window bounds the attempts in flight; an attempt stops counting at its reply or its AttemptTimeout",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				b.run.Policy.Window = 2
+				b.accept("e1")
+				b.accept("e2")
+				b.accept("e3")
+				b.attempt("e1")
+				b.attempt("e2")
+				s := b.persist("e3", machine.Pending, 1, machine.NotDead)
+				b.wait(b.run.Policy.AttemptTimeout) // all three have timed out
+				b.persist("e3", machine.Pending, 2, machine.NotDead)
+				b.stop()
+				return []found{{invariants.BoundedSends, "e3", s}}
+			},
+		},
+	})
+}
+
+// TestDeadKept (dead-kept): a dead event stays in the store, dead, with the
+// reason it died for.
+func TestDeadKept(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "dead record later persisted as pending",
 			reason: "dead is terminal; the record returning to dead later does not undo the change",
@@ -582,7 +600,66 @@ func TestCheck(t *testing.T) {
 				return []found{{invariants.DeadKept, "e1", final}}
 			},
 		},
-		// Monotonic.
+	})
+}
+
+// TestDeadDeserved (dead-deserved): a dead letter's reason is true of its history.
+func TestDeadDeserved(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "dead (exhausted) too early",
+			reason: "exhausted means MaxAttempts attempts were made",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.persist("e1", machine.Dead, 1, machine.Exhausted)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+		{
+			name:   "dead (expired) before MaxAge",
+			reason: "expired means MaxAge passed, or the next attempt would fall after it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.persist("e1", machine.Dead, 1, machine.Expired)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+		{
+			name:   "dead (rejected) without a refusal",
+			reason: "rejected means the channel refused it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.add(invariants.Entry{Kind: invariants.Replied, ID: "e1", Attempt: 1, Detail: machine.OutcomeFailed.String()})
+				s := b.persist("e1", machine.Dead, 1, machine.Rejected)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+	})
+}
+
+// TestMonotonic (monotonic): terminal states never change, attempt counts
+// never fall, and an accepted record keeps its identity.
+func TestMonotonic(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "payload rewritten",
+			reason: "a record's identity (payload, acceptance time) never changes after acceptance",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				r := b.recs["e1"]
+				r.Payload = []byte("other")
+				s := b.store(r)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
 		{
 			name:   "delivered record later persisted as retry",
 			reason: "delivered is terminal",
@@ -610,7 +687,13 @@ func TestCheck(t *testing.T) {
 				return []found{{invariants.Monotonic, "e1", s}}
 			},
 		},
-		// Liveness.
+	})
+}
+
+// TestLiveness (liveness): every event settles by its deadline, or by the
+// end of a finished run; a run stopped early may leave events queued.
+func TestLiveness(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "pending when the run finished",
 			reason: "a finished run leaves no event unsettled",
@@ -660,24 +743,23 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
-			name:   "several violations",
-			reason: "violations come in step order, final-state ones last",
+			name:   "stopped early with a pending event",
+			reason: "a run stopped on purpose may leave events queued",
 			build: func(b *logb) []found {
-				b.run.Policy = independent()
-				s1 := b.ack("e1", 1)
-				b.admit("e1")
-				b.accept("e2")
-				s2 := b.send("e2", 1)
+				b.accept("e1")
 				b.deliver("e1")
-				b.finish()
-				return []found{
-					{invariants.NothingLost, "e1", s1},
-					{invariants.BoundedSends, "e2", s2},
-					{invariants.Liveness, "e2", final},
-				}
+				b.accept("e2")
+				b.stop()
+				return nil
 			},
 		},
-		// Correct runs.
+	})
+}
+
+// TestCleanRuns: correct runs, including the unusual but legal ones, break
+// nothing; a broken one is reported in step order.
+func TestCleanRuns(t *testing.T) {
+	checkRows(t, []checkRow{
 		{
 			name:   "normal run",
 			reason: "events accepted, sent once and delivered in order break nothing",
@@ -732,34 +814,6 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
-			name:   "independent order applied out of order",
-			reason: "independent ordering promises no order",
-			build: func(b *logb) []found {
-				b.run.Policy = independent()
-				b.accept("e1")
-				b.accept("e2")
-				b.attempt("e1")
-				b.attempt("e2")
-				b.apply("e2")
-				b.apply("e1")
-				b.persist("e2", machine.Delivered, 1, machine.NotDead)
-				b.persist("e1", machine.Delivered, 1, machine.NotDead)
-				b.finish()
-				return nil
-			},
-		},
-		{
-			name:   "stopped early with a pending event",
-			reason: "a run stopped on purpose may leave events queued",
-			build: func(b *logb) []found {
-				b.accept("e1")
-				b.deliver("e1")
-				b.accept("e2")
-				b.stop()
-				return nil
-			},
-		},
-		{
 			name:   "outage: parked, probed, drained",
 			reason: "parking under an open circuit and draining after a healthy probe is the designed path",
 			build: func(b *logb) []found {
@@ -784,25 +838,25 @@ func TestCheck(t *testing.T) {
 				return nil
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := newLog(policy())
-			want := tt.build(b)
-			var got []found
-			vs := invariants.Check(b.run)
-			for _, v := range vs {
-				if untimed[v.Invariant] {
-					continue
+		{
+			name:   "several violations",
+			reason: "violations come in step order, final-state ones last",
+			build: func(b *logb) []found {
+				b.run.Policy = independent()
+				s1 := b.ack("e1", 1)
+				b.admit("e1")
+				b.accept("e2")
+				s2 := b.send("e2", 1)
+				b.deliver("e1")
+				b.finish()
+				return []found{
+					{invariants.NothingLost, "e1", s1},
+					{invariants.BoundedSends, "e2", s2},
+					{invariants.Liveness, "e2", final},
 				}
-				got = append(got, found{v.Invariant, v.ID, v.Step})
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s\nCheck mismatch (-want +got):\n%s\nfull report: %v", tt.reason, diff, vs)
-			}
-			sameWithReused(t, b.run, vs)
-		})
-	}
+			},
+		},
+	})
 }
 
 func TestViolationString(t *testing.T) {

@@ -28,50 +28,10 @@ type dueRetry struct {
 	step    int // where the failure was persisted
 }
 
-// dueHeap is a min-heap of retries by NextAt, then by step. Its push and
-// pop are typed copies of container/heap's (same sift order), so that a
-// retry is not boxed in an interface, an allocation each.
-type dueHeap []dueRetry
-
-func (h dueHeap) less(i, j int) bool {
-	return h[i].at.Before(h[j].at) || h[i].at.Equal(h[j].at) && h[i].step < h[j].step
-}
-
-func (h *dueHeap) push(d dueRetry) {
-	*h = append(*h, d)
-	q := *h
-	for j := len(q) - 1; j > 0; {
-		i := (j - 1) / 2 // parent
-		if i == j || !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-func (h *dueHeap) pop() dueRetry {
-	q := *h
-	n := len(q) - 1
-	q[0], q[n] = q[n], q[0]
-	for i := 0; ; {
-		j1 := 2*i + 1
-		if j1 >= n || j1 < 0 {
-			break
-		}
-		j := j1 // left child
-		if j2 := j1 + 1; j2 < n && q.less(j2, j1) {
-			j = j2 // right child
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
-	d := q[n]
-	*h = q[:n]
-	return d
+// less orders retries by NextAt, then by step: the order retriesDue
+// judges them in.
+func (d dueRetry) less(o dueRetry) bool {
+	return d.at.Before(o.at) || d.at.Equal(o.at) && d.step < o.step
 }
 
 // expectRetry notes a failure persisted in retry by the single sender.
@@ -84,7 +44,7 @@ func (p *policy) expectRetry(e *Entry, at ref, w *workerState) {
 
 // retriesDue judges every retry due before now, as the log reaches now.
 func (p *policy) retriesDue(now time.Time, step int) {
-	for len(p.due) > 0 && p.due[0].at.Before(now) {
+	for p.due.len() > 0 && p.due.min().at.Before(now) {
 		d := p.due.pop()
 		v, w := &p.events[d.ev], p.worker(p.single)
 		switch {

@@ -141,20 +141,7 @@ type Run struct {
 // Add appends an entry, numbering it.
 func (r *Run) Add(e Entry) {
 	e.Step = len(r.Entries)
-	if len(r.Entries) == cap(r.Entries) {
-		r.grow()
-	}
 	r.Entries = append(r.Entries, e)
-}
-
-// grow doubles the log's room. append alone grows a long slice by about a
-// quarter at a time, so a log that outruns its first guess (a swarm world
-// with many lease renewals logs two or three times the usual entries per
-// event) would be copied several times over.
-func (r *Run) grow() {
-	grown := make([]Entry, len(r.Entries), 2*cap(r.Entries)+64)
-	copy(grown, r.Entries)
-	r.Entries = grown
 }
 
 // Violation is a broken guarantee: which, of which event, where.

@@ -57,19 +57,13 @@ var PolicyNames = []string{RetryTiming, Breaker, Parking, Recovery, Age, Leases,
 type policy struct {
 	run     Run
 	fail    func(inv, id string, step int, format string, args ...any)
-	ids     *names         // event IDs
-	wnames  *names         // worker names
-	events  []event        // per event, by number: the checker's, shared
-	workers []*workerState // per worker, by number
-	single  int            // the number of worker "", the single sender
-	live    int            // events whose latest record is not terminal
-	due     dueHeap        // retries of the single sender, by NextAt
-	// blank is the record before an event's first: the zero record, due
-	// at its acceptance (an event accepted and sent in one batch is first
-	// persisted with attempt 1).
-	blank machine.Record
+	ids     *names            // event IDs
+	events  []event           // per event, by number: the checker's, shared
+	workers []*workerState    // per worker, by number
+	single  int               // the number of worker "", the single sender
+	live    int               // events whose latest record is not terminal
+	due     minHeap[dueRetry] // retries of the single sender, by NextAt
 	leases
-	producers
 }
 
 // policyEvent is what the policy checker keeps of one event.
@@ -116,56 +110,49 @@ type workerEvent struct {
 	owedAt   int    // the step that owes it
 }
 
-// reset readies p for run, keeping the room its slices and maps have. A
-// worker it knew is kept, as fresh as worker would make it.
-func (p *policy) reset(run Run, ids, workers *names) {
-	p.run, p.ids, p.wnames, p.single = run, ids, workers, workers.of("")
-	if p.tokens == nil {
-		p.leases = leases{tokens: map[uint64]lease{}}
+// reset readies p for run. The Checker gives it its workers (including
+// the single sender, single) as it numbers them.
+func (p *policy) reset(run Run, ids *names) {
+	p.run, p.ids = run, ids
+	p.workers = p.workers[:0]
+	if p.until == nil {
+		p.until = map[uint64]time.Time{}
 	}
-	for _, w := range p.workers {
-		w.reset(w.name, 1)
-		w.held = 0
-		w.ev = roomFor(w.ev, len(run.Final))
-	}
-	clear(p.tokens)
-	p.newest, p.newestLease, p.newestKnown = 0, lease{}, false
-	p.pending = p.pending[:0]
+	clear(p.until)
+	p.newest = 0
 	p.live = 0
-	p.due = p.due[:0]
+	p.due.reset()
 }
 
 // worker returns worker wk's state.
 func (p *policy) worker(wk int) *workerState { return p.workers[wk] }
 
-// room gives nw workers their state, and each room for the first n
-// events. (The events' own state is the checker's: see Checker.room.)
-func (p *policy) room(n, nw int) {
-	for len(p.workers) < nw {
-		w := &workerState{}
-		w.reset(p.wnames.list[len(p.workers)], 1)
-		p.workers = append(p.workers, w)
-	}
-	for _, w := range p.workers {
-		w.ev = grow(w.ev, n)
-	}
+// newWorkerState returns the state of worker name, seen for the first
+// time, with room for about events events (see Checker.Check).
+func newWorkerState(name string, events int) *workerState {
+	w := &workerState{ev: make([]workerEvent, 0, events)}
+	w.reset(name, 1)
+	return w
 }
 
-// reset makes w incarnation inc of worker name, owing nothing: what it
-// held of events is forgotten, the room kept.
+// reset makes w incarnation inc of worker name, owing nothing and holding
+// no event (at adds zero ones): it keeps the lease token it was last
+// granted and the room of its slices.
 func (w *workerState) reset(name string, inc int) {
-	for _, i := range w.known {
-		w.ev[i] = workerEvent{}
-	}
-	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev, known: w.known[:0], probeOwed: -1, input: -1, inputOwed: -1}
+	*w = workerState{name: name, inc: inc, held: w.held, ev: w.ev[:0], known: w.known[:0], probeOwed: -1, input: -1, inputOwed: -1}
 }
 
 // at returns what w holds of event ev.
-func (w *workerState) at(ev int) *workerEvent { return &w.ev[ev] }
+func (w *workerState) at(ev int) *workerEvent {
+	if ev >= len(w.ev) {
+		w.ev = append(w.ev, make([]workerEvent, ev+1-len(w.ev))...)
+	}
+	return &w.ev[ev]
+}
 
 // know notes that w's machine holds event ev.
 func (w *workerState) know(ev int) {
-	if x := &w.ev[ev]; !x.known {
+	if x := w.at(ev); !x.known {
 		x.known = true
 		w.known = append(w.known, ev)
 	}
@@ -174,7 +161,7 @@ func (w *workerState) know(ev int) {
 // owe notes that event ev owes parking since step.
 func (w *workerState) owe(ev, step int) {
 	w.know(ev)
-	x := &w.ev[ev]
+	x := w.at(ev)
 	if !x.parkOwed {
 		x.parkOwed = true
 		w.owed++
@@ -184,7 +171,7 @@ func (w *workerState) owe(ev, step int) {
 
 // settle notes that event ev owes no parking.
 func (w *workerState) settle(ev int) {
-	if x := &w.ev[ev]; x.parkOwed {
+	if x := w.at(ev); x.parkOwed {
 		x.parkOwed = false
 		w.owed--
 	}
@@ -237,7 +224,7 @@ func (p *policy) restarted(at ref) {
 	w := p.worker(at.wk)
 	w.reset(w.name, w.inc+1)
 	w.recovered = true
-	for i := range p.events[:len(p.ids.list)] { // those past it were never persisted
+	for i := range p.events {
 		if v := &p.events[i]; v.persisted && !v.rec.State.Terminal() {
 			w.know(i)
 		}
@@ -250,17 +237,15 @@ func (p *policy) restarted(at ref) {
 func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 	r := &e.Record
 	if prev == nil {
-		p.blank.NextAt = r.AcceptedAt // the rest of blank stays zero
-		prev = &p.blank
+		// The record before an event's first: the zero record, due at its
+		// acceptance (an event accepted and sent in one batch is first
+		// persisted with attempt 1).
+		prev = &machine.Record{NextAt: r.AcceptedAt}
 	} else if p.events[at.id].pending {
 		p.duplicateChanged(e, v) // a re-offer of its ID is being answered
 	}
 	if e.Worker != "store" {
-		// Nearly every write is under the newest lease, before it expires
-		// (or has none): settled here, without the call.
-		if e.Token != 0 && (e.Token != p.newest || !p.newestKnown || !e.At.Before(p.newestLease.until)) {
-			p.leaseValid(e)
-		}
+		p.leaseValid(e)
 		w := p.worker(at.wk)
 		w.know(at.ev)
 		switch x := w.at(at.ev); {
@@ -290,10 +275,10 @@ func (p *policy) persisted(e *Entry, at ref, v *event, prev *machine.Record) {
 // prev is the event's record before.
 func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machine.Record) {
 	r, pol := &e.Record, &p.run.Policy
-	if reached(e.At, v.first.acceptedAt, pol.MaxAge+p.run.Skew) {
+	if !e.At.Before(v.first.acceptedAt.Add(pol.MaxAge + p.run.Skew)) {
 		p.fail(Age, r.ID, e.Step, "attempt %d started %v after acceptance; MaxAge is %v", r.Attempts, e.At.Sub(v.first.acceptedAt), pol.MaxAge)
 	}
-	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && before(plus(e.At, p.run.Skew), prev.NextAt) {
+	if r.Attempts == prev.Attempts+1 && prev.State != machine.Parked && e.At.Add(p.run.Skew).Before(prev.NextAt) {
 		inv := Recovery
 		if v.writer == w.writer() {
 			inv = RetryTiming
@@ -462,7 +447,7 @@ func (p *policy) circuit(e *Entry, at ref) {
 func (p *policy) recoveredCircuit(e *Entry, w *workerState) {
 	pol := &p.run.Policy
 	var parked, troubled string
-	now := plus(e.At, p.run.Skew) // the worker's clock, at most; once, not per record
+	now := e.At.Add(p.run.Skew) // the worker's clock, at most
 	for _, i := range w.known {
 		id, r := p.ids.list[i], p.events[i].rec
 		if r.State.Terminal() || r.Attempts >= pol.MaxAttempts || !now.Before(r.AcceptedAt.Add(pol.MaxAge)) {

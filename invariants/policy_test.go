@@ -191,15 +191,40 @@ func (b *tlog) stalledFailure() {
 	b.at(7 * time.Second)
 }
 
-func TestPolicyRules(t *testing.T) {
+// policyRow is a timed log that breaks one policy rule, or none.
+type policyRow struct {
+	name   string
+	reason string
+	policy func(p *machine.Config) // changes timedPolicy, if set
+	// build writes the log and returns the violations it must yield.
+	build func(b *tlog) []found
+}
+
+// checkPolicyRows checks each row's log against the policy rules.
+func checkPolicyRows(t *testing.T, rows []policyRow) {
+	t.Helper()
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			p := timedPolicy()
+			if tt.policy != nil {
+				tt.policy(&p)
+			}
+			b := newTimed(p)
+			want := tt.build(b)
+			checkPolicy(t, tt.reason, b.run, want)
+		})
+	}
+}
+
+// ms is n milliseconds.
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// TestRetryTiming (retry-timing): the NextAt persisted with a failure lies
+// within the policy's delays, the same owner never starts the next attempt
+// before it, and a single sender starts it then when nothing holds it back.
+func TestRetryTiming(t *testing.T) {
 	const s = time.Second
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	tests := []struct {
-		name   string
-		reason string
-		policy func(p *machine.Config)
-		build  func(b *tlog) []found
-	}{
+	checkPolicyRows(t, []policyRow{
 		{
 			name:   "retry at the backoff",
 			reason: "a failure, the next attempt 0.9s later, within 0.8s..1s",
@@ -341,6 +366,15 @@ func TestPolicyRules(t *testing.T) {
 				return []found{{invariants.RetryTiming, "e1", b.at(ms(500)).start("e1")}}
 			},
 		},
+	})
+}
+
+// TestBreaker (breaker): after BreakerThreshold consecutive failures, or
+// one after a half-open close, the next thing sent is a probe; nothing is
+// sent while a probe is unanswered.
+func TestBreaker(t *testing.T) {
+	const s = time.Second
+	checkPolicyRows(t, []policyRow{
 		{
 			name:   "breaker trips and probes",
 			reason: "three failures, the circuit checks, a probe is the next thing sent",
@@ -446,6 +480,14 @@ func TestPolicyRules(t *testing.T) {
 				return []found{{invariants.Breaker, "e2", b.start("e2") + 1}}
 			},
 		},
+	})
+}
+
+// TestParking (parking): once the circuit opens, every waiting record is
+// persisted parked before the next send or probe.
+func TestParking(t *testing.T) {
+	const s = time.Second
+	checkPolicyRows(t, []policyRow{
 		{
 			name:   "open parks every waiting record",
 			reason: "the probe fails, both waiting records are parked, then the next probe",
@@ -495,6 +537,15 @@ func TestPolicyRules(t *testing.T) {
 				return []found{{invariants.Parking, "e2", b.at(ms(3600)).fail("e2", machine.Retry, s, 0)}}
 			},
 		},
+	})
+}
+
+// TestRecovery (recovery): a rebuilt worker starts open over a parked
+// record, not closed over one with an attempt behind it, probes first, and
+// keeps the NextAt persisted before it.
+func TestRecovery(t *testing.T) {
+	const s = time.Second
+	checkPolicyRows(t, []policyRow{
 		{
 			name:   "recovered open, probes first",
 			reason: "a store holding a parked record: the new machine starts open and probes",
@@ -553,6 +604,13 @@ func TestPolicyRules(t *testing.T) {
 				return nil
 			},
 		},
+	})
+}
+
+// TestAge (age): no attempt starts at or after acceptance + MaxAge.
+func TestAge(t *testing.T) {
+	const s = time.Second
+	checkPolicyRows(t, []policyRow{
 		{
 			name:   "attempt at MaxAge",
 			reason: "an attempt may start just before acceptance + MaxAge, not at it",
@@ -563,18 +621,7 @@ func TestPolicyRules(t *testing.T) {
 				return []found{{invariants.Age, "e2", b.at(time.Minute).start("e2")}}
 			},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := timedPolicy()
-			if tt.policy != nil {
-				tt.policy(&p)
-			}
-			b := newTimed(p)
-			want := tt.build(b)
-			checkPolicy(t, tt.reason, b.run, want)
-		})
-	}
+	})
 }
 
 // checkPolicy compares the policy violations of run with want.
@@ -646,6 +693,10 @@ func TestLeaseAndProducerRules(t *testing.T) {
 		{"tokens shrink", "a grant with a smaller token than the last", func(b *tlog) []found {
 			grant(b, "w1", 5, 4*s)
 			return []found{{invariants.Leases, "", grant(b, "w2", 3, 8*s)}}
+		}},
+		{"token reused", "every lease must carry a larger fencing token than the last", func(b *tlog) []found {
+			grant(b, "w1", 2, 4*s)
+			return []found{{invariants.Leases, "", grant(b, "w2", 2, 8*s)}}
 		}},
 		{"write after expiry", "the store accepted a write under a lease that had expired", func(b *tlog) []found {
 			grant(b, "w1", 1, 2*s)
