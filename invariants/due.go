@@ -30,6 +30,8 @@ type dueRetry struct {
 
 // less orders retries by NextAt, then by step: the order retriesDue
 // judges them in.
+//
+//lint:ignore U1000 used through minHeap's type constraint, which staticcheck does not follow
 func (d dueRetry) less(o dueRetry) bool {
 	return d.at.Before(o.at) || d.at.Equal(o.at) && d.step < o.step
 }

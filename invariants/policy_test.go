@@ -609,7 +609,6 @@ func TestRecovery(t *testing.T) {
 
 // TestAge (age): no attempt starts at or after acceptance + MaxAge.
 func TestAge(t *testing.T) {
-	const s = time.Second
 	checkPolicyRows(t, []policyRow{
 		{
 			name:   "attempt at MaxAge",
