@@ -125,8 +125,14 @@ func (s recordingStore) Enqueue(ctx context.Context, stream, id string, payload 
 	// and logged first, so logging it would show history going backwards
 	// in merged logs. A first Enqueue whose log line died with its
 	// process is read back from the store by the kill tests.)
+	//
+	// The persist is stamped with the store's acceptance, not now: in
+	// another process, a worker may adopt the record and log its first
+	// attempt, stamped with its own clock reading, before this process,
+	// slowed by load, gets to this line; merged by time, the logs must
+	// still show the record accepted before it was attempted.
 	if created {
-		s.rec.addLocked(invariants.Entry{Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r.Machine()})
+		s.rec.addLocked(invariants.Entry{At: r.AcceptedAt, Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r.Machine()})
 	}
 	s.rec.addLocked(invariants.Entry{Kind: invariants.Acked, ID: r.ID, Seq: r.Seq})
 	return r, created, nil
