@@ -7,11 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // SecretPrefix starts every secret in its text form.
@@ -31,20 +29,15 @@ var ErrSecret = errors.New("webhook secret")
 // Secret is one HMAC-SHA256 key. Its String and LogValue never show the
 // key, so a Secret can sit in a config struct that gets logged.
 type Secret struct {
-	key  []byte
-	macs *sync.Pool // of keyed HMAC-SHA256 states, Reset between uses
+	key []byte
 }
 
-func newSecret(key []byte) Secret {
-	return Secret{key: key, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
-}
+func newSecret(key []byte) Secret { return Secret{key: key} }
 
 // mac appends HMAC(id "." ts "." body) to out. The prefix goes in one
 // write and the body in another, so a large body is never copied.
 func (s Secret) mac(id string, ts int64, body []byte, out []byte) []byte {
-	h := s.macs.Get().(hash.Hash)
-	defer s.macs.Put(h)
-	h.Reset()
+	h := hmac.New(sha256.New, s.key)
 	prefix := make([]byte, 0, len(id)+22)
 	prefix = append(append(prefix, id...), '.')
 	prefix = append(strconv.AppendInt(prefix, ts, 10), '.')
