@@ -68,10 +68,10 @@ func LivenessBound(p machine.Config, events, poison int, latency time.Duration) 
 // record), then what each keeps of its own.
 type event struct {
 	persisted   bool
-	first       identity        // as first persisted
-	rec         *machine.Record // latest persisted (in Run.Entries); nil before
-	eventView                   // the safety checker's
-	policyEvent                 // the policy checker's
+	first       identity       // as first persisted
+	rec         machine.Record // latest persisted; zero before
+	eventView                  // the safety checker's
+	policyEvent                // the policy checker's
 }
 
 // eventView is what the safety checker keeps of one event.
@@ -126,10 +126,22 @@ type ref struct {
 // Check judges run as the package's Check does. The result is the
 // caller's: the Checker keeps nothing of it.
 func (k *Checker) Check(run Run) []Violation {
+	k.Begin(run)
+	for i := range run.Entries {
+		k.Observe(&run.Entries[i])
+	}
+	return k.End(run.Final, run.Finished)
+}
+
+// Begin readies k to judge a run as it happens, entry by entry, without
+// keeping its log: run gives the policy and the bounds (Begin reads
+// neither its Entries nor its Final). Observe then judges each entry in
+// log order, and End the store's final content. Check is Begin, Observe
+// for every entry, End.
+func (k *Checker) Begin(run Run) {
 	c, p := &k.c, &k.p
-	// The store's final records are nearly every event of the run: room
-	// for them at once, where growing one event at a time copied the
-	// events over and over.
+	// When the final records are known (Check), they are nearly every
+	// event of the run: room for them at once.
 	k.ids.reset(len(run.Final))
 	k.workers.reset(0)
 	c.reset(run, &k.ids)
@@ -139,7 +151,24 @@ func (k *Checker) Check(run Run) []Violation {
 		p.fail = c.fail
 	}
 	p.single = k.worker("")
-	k.judge(run.Entries)
+}
+
+// Observe judges the next entry of the run. It keeps nothing e points
+// to but the payload of a persisted record, which the caller must not
+// change.
+func (k *Checker) Observe(e *Entry) {
+	k.judge(e)
+	k.c.last = e.At
+}
+
+// End judges the store's final content (final) and whether the run went
+// on until nothing was left to do (finished, as Run.Finished), and
+// returns every violation of the run, in step order (final-state ones
+// last). The result is the caller's.
+func (k *Checker) End(final []machine.Record, finished bool) []Violation {
+	c, p := &k.c, &k.p
+	c.run.Final, c.run.Finished = final, finished
+	p.run.Final, p.run.Finished = final, finished
 	p.final()
 	c.final()
 	out := c.out
@@ -164,7 +193,7 @@ func (k *Checker) worker(name string) int {
 	wk, isNew := k.workers.of(name)
 	if isNew {
 		k.c.workers = append(k.c.workers, checkerWorker{})
-		k.p.workers = append(k.p.workers, newWorkerState(name, len(k.c.run.Final)))
+		k.p.workers = append(k.p.workers, newWorkerState(name, len(k.c.events)))
 	}
 	return wk
 }
@@ -196,7 +225,7 @@ func (c *checker) reset(run Run, ids *names) {
 	c.workers = c.workers[:0]
 	c.order = c.order[:0]
 	c.strict.reset()
-	c.newest, c.applied, c.out = 0, 0, nil
+	c.newest, c.applied, c.out, c.last = 0, 0, nil, time.Time{}
 }
 
 type checker struct {
@@ -208,6 +237,7 @@ type checker struct {
 	workers []checkerWorker // per worker, by number
 	newest  uint64          // the newest fencing token granted
 	applied uint64          // highest seq applied (strict)
+	last    time.Time       // when the latest entry was observed
 	out     []Violation
 }
 
@@ -246,61 +276,58 @@ func (c *checker) fail(inv, id string, step int, format string, args ...any) {
 	c.out = append(c.out, Violation{Invariant: inv, ID: id, Step: step, Detail: fmt.Sprintf(format, args...)})
 }
 
-// judge judges every observation in turn: the policy checker first, then
-// the safety checker, one kind at a time.
-func (k *Checker) judge(entries []Entry) {
+// judge judges one observation: the policy checker first, then the
+// safety checker.
+func (k *Checker) judge(e *Entry) {
 	p, c := &k.p, &k.c
-	for i := range entries {
-		e := &entries[i]
-		at := ref{ev: -1, id: -1, wk: -1}
-		if e.Kind.namesWorker() {
-			at.wk = k.worker(e.Worker)
-		}
-		if e.Kind.namesEvent() {
-			at.id = k.event(e.ID)
-			at.ev = at.id
-			if e.Kind == Persisted && e.Record.ID != e.ID {
-				at.ev = k.event(e.Record.ID)
-			}
-		}
-		p.retriesDue(e.At, e.Step)
-		switch e.Kind {
-		case Persisted:
-			k.persisted(e, at)
-		case Sent:
-			p.sent(e, at)
-			c.sent(e, at)
-		case Replied:
-			p.replied(e, at)
-			c.replied(e, at)
-		case Offered, Refused:
-			p.producer(e, at)
-		case Acked:
-			p.producer(e, at)
-			c.acked(e, at)
-		case Applied:
-			c.appliedBy(e, at)
-		case LeaseGranted:
-			p.lease(e, at)
-			c.newest = max(c.newest, e.Token)
-		case LeaseRenewed:
-			p.lease(e, at)
-		case Probed:
-			p.probed(e, at)
-		case ProbeReplied:
-			p.worker(at.wk).probeOut = false
-		case Adopted:
-			p.adopted(e, at)
-		case CircuitChanged:
-			p.circuit(e, at)
-			c.worker(at.wk).circuit = e.Circuit
-		case Restarted:
-			p.restarted(at)
-			c.restarted(at)
-		case WriteRejected:
-			c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
-		} // Discarded: nothing to judge
+	at := ref{ev: -1, id: -1, wk: -1}
+	if e.Kind.namesWorker() {
+		at.wk = k.worker(e.Worker)
 	}
+	if e.Kind.namesEvent() {
+		at.id = k.event(e.ID)
+		at.ev = at.id
+		if e.Kind == Persisted && e.Record.ID != e.ID {
+			at.ev = k.event(e.Record.ID)
+		}
+	}
+	p.retriesDue(e.At, e.Step)
+	switch e.Kind {
+	case Persisted:
+		k.persisted(e, at)
+	case Sent:
+		p.sent(e, at)
+		c.sent(e, at)
+	case Replied:
+		p.replied(e, at)
+		c.replied(e, at)
+	case Offered, Refused:
+		p.producer(e, at)
+	case Acked:
+		p.producer(e, at)
+		c.acked(e, at)
+	case Applied:
+		c.appliedBy(e, at)
+	case LeaseGranted:
+		p.lease(e, at)
+		c.newest = max(c.newest, e.Token)
+	case LeaseRenewed:
+		p.lease(e, at)
+	case Probed:
+		p.probed(e, at)
+	case ProbeReplied:
+		p.worker(at.wk).probeOut = false
+	case Adopted:
+		p.adopted(e, at)
+	case CircuitChanged:
+		p.circuit(e, at)
+		c.worker(at.wk).circuit = e.Circuit
+	case Restarted:
+		p.restarted(at)
+		c.restarted(at)
+	case WriteRejected:
+		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
+	} // Discarded: nothing to judge
 }
 
 // restarted gives the worker a fresh machine, which owes nothing to the
@@ -355,15 +382,18 @@ func (c *checker) replied(e *Entry, at ref) {
 func (k *Checker) persisted(e *Entry, at ref) {
 	c, r := &k.c, &e.Record
 	v := &c.events[at.ev]
-	prev := v.rec
-	if prev == nil {
+	var prev *machine.Record
+	if v.persisted {
+		before := v.rec
+		prev = &before
+	} else {
 		v.persisted, v.first = true, identityOf(r)
 		c.order = append(c.order, at.ev)
 		v.pos = c.strict.add(r.Seq)
 	}
 	k.p.persisted(e, at, v, prev) // its violations come first
 	c.persisted(e, at, v, prev)
-	v.rec = r
+	v.rec = *r
 }
 
 // persisted judges a persisted record for the safety checker.
@@ -508,10 +538,7 @@ func (c *checker) sent(e *Entry, at ref) {
 }
 
 func (c *checker) final() {
-	var end time.Time
-	if n := len(c.run.Entries); n > 0 {
-		end = c.run.Entries[n-1].At
-	}
+	end := c.last
 	finalOf := c.indexFinal()
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]

@@ -102,12 +102,22 @@ type workerState struct {
 // workerEvent is what one worker's machine holds of one event. Only a
 // known event has anything else set.
 type workerEvent struct {
-	known    bool   // its machine holds it
-	flying   bool   // an attempt of this incarnation not yet landed:
-	attempt  int    // this one
-	reply    *Entry // the latest reply to it, while flying (into Run.Entries)
-	parkOwed bool   // waiting, not yet persisted parked:
-	owedAt   int    // the step that owes it
+	known    bool  // its machine holds it
+	flying   bool  // an attempt of this incarnation not yet landed:
+	attempt  int   // this one
+	replied  bool  // a reply to it came, while flying:
+	reply    reply // the latest
+	parkOwed bool  // waiting, not yet persisted parked:
+	owedAt   int   // the step that owes it
+}
+
+// reply is what the policy checker keeps of a reply to an attempt in
+// flight.
+type reply struct {
+	step       int
+	at         time.Time
+	failed     bool // the outcome was a failure (not a timeout or refusal)
+	retryAfter time.Duration
 }
 
 // reset readies p for run. The Checker gives it its workers (including
@@ -205,7 +215,8 @@ func (p *policy) replied(e *Entry, at ref) {
 	w := p.worker(at.wk)
 	w.input, w.inputFails, w.inputOwed = e.Step, 0, w.probeOwed
 	if x := w.at(at.ev); x.flying && x.attempt == e.Attempt {
-		x.reply = e
+		x.replied = true
+		x.reply = reply{step: e.Step, at: e.At, failed: e.Detail == machine.OutcomeFailed.String(), retryAfter: e.RetryAfter}
 	}
 }
 
@@ -287,18 +298,18 @@ func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machi
 			r.Attempts, prev.NextAt.Sub(e.At), prev.Attempts, v.writer)
 	}
 	x := w.at(at.ev)
-	x.flying, x.attempt, x.reply = true, r.Attempts, nil
+	x.flying, x.attempt, x.replied = true, r.Attempts, false
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.
 func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 	r, pol := &e.Record, &p.run.Policy
 	x := w.at(at.ev)
-	reply, replied := x.reply, x.reply != nil
-	x.flying, x.attempt, x.reply = false, 0, nil
+	reply, replied := x.reply, x.replied
+	x.flying, x.attempt, x.replied = false, 0, false
 	if r.State == machine.Delivered || r.Reason == machine.Rejected {
 		w.streak = 0 // the channel answered
-		if replied && reply.Step == w.input && reply.At.Equal(e.At) {
+		if replied && reply.step == w.input && reply.at.Equal(e.At) {
 			p.inputLandedFirst(w)
 		}
 		return
@@ -317,8 +328,8 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 		return // dead: exhausted or expired, judged by dead-deserved
 	}
 	var hint time.Duration
-	if replied && reply.At.Equal(e.At) && reply.Detail == machine.OutcomeFailed.String() {
-		hint = reply.RetryAfter // the reply this landing acted on
+	if replied && reply.at.Equal(e.At) && reply.failed {
+		hint = reply.retryAfter // the reply this landing acted on
 	}
 	v.failedAt = e.At
 	p.expectRetry(e, at, w)

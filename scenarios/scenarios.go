@@ -424,8 +424,10 @@ func Lookup(name string) (Scenario, error) {
 }
 
 // Run simulates the scenario under seed and returns the result with the
-// scenario's own failed expectations.
+// scenario's own failed expectations, which read the observation logs:
+// the result keeps them (Options.Logs).
 func (s Scenario) Run(seed uint64, opt sim.Options) (sim.Result, []string, error) {
+	opt.Logs = true
 	r, err := sim.Run(s.World(seed), seed, opt)
 	if err != nil {
 		return r, nil, fmt.Errorf("scenario %s: %w", s.Name, err)

@@ -404,11 +404,10 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 		}
 		return
 	}
-	r := &s.runs[s.streamIndex(ev.Stream)]
-	from := len(r.Entries)
-	r.Entries = observe.Worker(r.Entries, n.name, *ev)
-	for j := from; j < len(r.Entries); j++ {
-		r.Entries[j].At, r.Entries[j].Step = s.now, j
+	i := s.streamIndex(ev.Stream)
+	s.observing = observe.Worker(s.observing[:0], n.name, *ev)
+	for _, e := range s.observing {
+		s.observeIn(i, e)
 	}
 }
 

@@ -24,6 +24,11 @@ type Options struct {
 	// either way, from a binary encoding of the same lines (trace.go):
 	// text is formatted only when it is kept.
 	Trace bool
+	// Logs keeps every stream's observation log in Result.Runs (and
+	// Result.Run), for a timeline or a scenario's own checks. Without it
+	// the checker judges each entry as it is made and no log is kept:
+	// what a sweep does, at a fraction of the memory.
+	Logs bool
 }
 
 // Result is what one run produced.
@@ -36,8 +41,9 @@ type Result struct {
 	Trace []string
 	Hash  string
 	// Runs are the observation logs the checker judged, one per stream
-	// (World.Streams), in stream order; Run is the first. Violations are
-	// every stream's, in stream order.
+	// (World.Streams), in stream order; Run is the first. Their Entries
+	// are kept only with Options.Logs. Violations are every stream's, in
+	// stream order.
 	Run        invariants.Run
 	Runs       []invariants.Run
 	Violations []invariants.Violation
@@ -128,10 +134,14 @@ type sim struct {
 	end time.Duration
 
 	// streams are the streams' names; runs their observation logs, by
-	// index.
+	// index, each judged as it is written by its checker; steps counts
+	// each log's entries (kept in runs only with Options.Logs).
 	streams   []string
 	streamIdx map[string]int // the index of each stream, by name
 	runs      []invariants.Run
+	checkers  []invariants.Checker
+	steps     []int
+	observing []invariants.Entry // the entries of the worker event being observed
 	trace     []string       // the text of every line, with Options.Trace
 	hash      *xxhash.Digest // of the encoded lines (trace.go)
 	stats     Stats
@@ -154,6 +164,11 @@ func newSim(w World, seed uint64, opt Options) *sim {
 	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	s.initStreams()
 	s.initNodes()
+	// The checkers start once the runs have their bounds: initNodes sets
+	// the cluster's slack, skew and stall.
+	for i := range s.runs {
+		s.checkers[i].Begin(s.runs[i])
+	}
 	return s
 }
 
@@ -173,6 +188,8 @@ func (s *sim) initStreams() {
 	s.streams = make([]string, n)
 	s.streamIdx = make(map[string]int, n)
 	s.runs = make([]invariants.Run, n)
+	s.checkers = make([]invariants.Checker, n)
+	s.steps = make([]int, n)
 	s.ids = make([]string, w.Events)
 	for i := range s.ids {
 		s.ids[i] = EventID(i)
@@ -187,10 +204,6 @@ func (s *sim) initStreams() {
 		s.streamIdx[s.streams[i]] = i
 		r := &s.runs[i]
 		r.Policy = w.Policy
-		// About ten entries per event (persist, ack, persist the attempt,
-		// send, apply, reply, persist the outcome; faults, parking and
-		// lease renewals add some): most logs then never grow.
-		r.Entries = make([]invariants.Entry, 0, 10*(w.Events/n+1)+16)
 		r.ReceiverFences = w.Receiver.Fence
 		if w.FaultsEnd > 0 {
 			r.HealedAt = Epoch.Add(w.FaultsEnd)
@@ -237,11 +250,14 @@ func (s *sim) streamOf(id string) int { return s.eventIndex(id) % len(s.streams)
 func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
 
 // observeIn logs e in the log of stream i, at the virtual instant and
-// numbered.
+// numbered, and has the stream's checker judge it.
 func (s *sim) observeIn(i int, e invariants.Entry) {
-	r := &s.runs[i]
-	e.At, e.Step = s.now, len(r.Entries)
-	r.Entries = append(r.Entries, e)
+	e.At, e.Step = s.now, s.steps[i]
+	s.steps[i]++
+	s.checkers[i].Observe(&e)
+	if s.opt.Logs {
+		s.runs[i].Entries = append(s.runs[i].Entries, e)
+	}
 }
 
 func (s *sim) simulate() error {
@@ -387,13 +403,13 @@ func (s *sim) readFinals() {
 	}
 }
 
-// check judges every stream's log, in stream order, with one Checker,
+// check ends every stream's judgement with its final records, in stream
+// order,
 // whose memory serves each stream in turn.
 func (s *sim) check() []invariants.Violation {
-	var k invariants.Checker
 	var out []invariants.Violation
-	for _, run := range s.runs {
-		out = append(out, k.Check(run)...)
+	for i, run := range s.runs {
+		out = append(out, s.checkers[i].End(run.Final, run.Finished)...)
 	}
 	return out
 }

@@ -229,7 +229,7 @@ func TestRunSeedsDiffer(t *testing.T) {
 func TestRunFaultFree(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		w := base(seed)
-		r, err := sim.Run(w, seed, sim.Options{})
+		r, err := sim.Run(w, seed, sim.Options{Logs: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +349,7 @@ func TestEventID(t *testing.T) {
 func TestStatsAreTheLogs(t *testing.T) {
 	zombies := 0
 	for seed := uint64(1); seed <= 60; seed++ {
-		_, res := scenarios.RunSwarmSeed(seed, sim.Options{})
+		_, res := scenarios.RunSwarmSeed(seed, sim.Options{Logs: true})
 		var want sim.Stats
 		sends := map[string]int{}
 		for _, run := range res.Runs {
@@ -381,5 +381,37 @@ func TestStatsAreTheLogs(t *testing.T) {
 	}
 	if zombies == 0 {
 		t.Errorf("no swarm seed made a zombie send: the test does not reach what it checks")
+	}
+}
+
+// TestJudgedAsWritten holds the checker's judgement as the simulator
+// writes each log (no log kept, what a sweep does) to invariants.Check
+// over the whole logs of the same run, and checks that keeping the logs
+// changes nothing of the run.
+func TestJudgedAsWritten(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		_, streamed := scenarios.RunSwarmSeed(seed, sim.Options{})
+		_, logged := scenarios.RunSwarmSeed(seed, sim.Options{Logs: true})
+		if streamed.Hash != logged.Hash {
+			t.Fatalf("seed %d: keeping the logs changed the run: hash %s, with logs %s", seed, streamed.Hash, logged.Hash)
+		}
+		for _, run := range streamed.Runs {
+			if run.Entries != nil {
+				t.Fatalf("seed %d: a log was kept without Options.Logs", seed)
+			}
+		}
+		var batch []invariants.Violation
+		for _, run := range logged.Runs {
+			if len(run.Entries) == 0 {
+				t.Fatalf("seed %d: Options.Logs kept an empty log", seed)
+			}
+			batch = append(batch, invariants.Check(run)...)
+		}
+		if diff := cmp.Diff(batch, streamed.Violations); diff != "" {
+			t.Errorf("seed %d: judged as written vs judged whole (-whole +written):\n%s", seed, diff)
+		}
+		if diff := cmp.Diff(logged.Violations, streamed.Violations); diff != "" {
+			t.Errorf("seed %d: violations with and without logs differ:\n%s", seed, diff)
+		}
 	}
 }

@@ -247,7 +247,7 @@ func replayCommand(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stderr, "simrun replay:", err)
 		return exitOutput
 	}
-	r, full := f.run(sim.Options{Trace: *trace})
+	r, full := f.run(sim.Options{Trace: *trace, Logs: page != nil})
 	if *trace {
 		for _, line := range full.Trace {
 			fmt.Fprintln(stdout, line)

@@ -20,7 +20,7 @@ func TestEveryLaneLabelledUpTo120Events(t *testing.T) {
 		t.Run(fmt.Sprint(events), func(t *testing.T) {
 			w := scenarios.Base(1)
 			w.Events = events
-			r, err := sim.Run(w, 1, sim.Options{})
+			r, err := sim.Run(w, 1, sim.Options{Logs: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestPageDrawsEveryStream(t *testing.T) {
 	}
 	w := sc.World(1)
 	w.Streams = 3
-	r, err := sim.Run(w, 1, sim.Options{})
+	r, err := sim.Run(w, 1, sim.Options{Logs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func run(kind, name, seedText string) (rep report) {
 		rep.Expectation = &verdictRow{Name: sc.Expect, Held: len(fails) == 0, Failures: fails}
 		return rep
 	case "swarm":
-		res, full := scenarios.RunSwarmSeed(seed, sim.Options{Trace: true})
+		res, full := scenarios.RunSwarmSeed(seed, sim.Options{Trace: true, Logs: true})
 		full.Violations, full.World = res.Violations, res.World // set even when the run crashed
 		rep = report{
 			Title:   fmt.Sprintf("swarm seed %d", seed),
