@@ -142,8 +142,8 @@ type sim struct {
 	checkers  []invariants.Checker
 	steps     []int
 	observing []invariants.Entry // the entries of the worker event being observed
-	trace     []string       // the text of every line, with Options.Trace
-	hash      *xxhash.Digest // of the encoded lines (trace.go)
+	trace     []string           // the text of every line, with Options.Trace
+	hash      *xxhash.Digest     // of the encoded lines (trace.go)
 	stats     Stats
 }
 
