@@ -21,11 +21,20 @@ import (
 type Config struct {
 	// Worker is the worker's identity, store, policy and lease timing. Its
 	// Observer, if set, sees every event after the Service's own logs and
-	// metrics; an event's Records are valid only during its Observe call
-	// (see worker.Event).
+	// metrics, one event at a time even when there are several Workers.
 	Worker worker.Config
 	// Channel carries the attempts and probes.
 	Channel channel.Channel
+	// Workers is how many workers the Service runs, each on a goroutine
+	// of its own with its own leases: the store calls of streams that
+	// different workers own run at once (and share the database's group
+	// commit), while each stream still has one owner, so each machine
+	// stays single-threaded. Worker.MaxStreams is shared among them (each
+	// owns up to MaxStreams/Workers, rounded up) and Worker.Owner names
+	// them (Owner/1 ... Owner/Workers when there are several); only the
+	// first deletes settled records past the retention. Zero means 1. It
+	// may not exceed Worker.MaxStreams.
+	Workers int
 	// MaxInFlight bounds the sends and probes in flight at once, over all
 	// streams. Zero means 64.
 	MaxInFlight int
@@ -53,20 +62,34 @@ type Config struct {
 // worker fault logged at ERROR each time.
 var ErrPaused = errors.New("courier: stream paused by an operator")
 
-// Service runs one worker: it claims streams, delivers their events over
-// the channel, and lets producers publish. Build it with New, run it with
-// Run; Publish may be called from any goroutine, before or during Run.
+// Service runs Config.Workers workers: they claim streams, deliver their
+// events over the channel, and let producers publish. Build it with New,
+// run it with Run; Publish may be called from any goroutine, before or
+// during Run.
 type Service struct {
-	cfg  Config
-	w    *worker.Worker
-	tel  *telemetry
-	sem  chan struct{}
-	repl chan worker.Reply
+	cfg    Config
+	tel    *telemetry
+	sem    chan struct{}
+	shards []*shard
 
 	mu      sync.Mutex
-	notify  map[string]struct{} // streams published to locally since the loop looked
-	kick    chan struct{}       // capacity 1: the loop has notifications to read
+	owners  map[string]int // the shard holding each stream's lease, as its worker last told
+	turn    int            // the shard told of the next publish to a stream no shard holds
 	running bool
+
+	observing sync.Mutex // one Observe at a time, whichever shard's worker calls
+}
+
+// shard is one worker and the loop goroutine that owns it: every call to
+// the worker, and so every store call and machine step of its streams,
+// happens on that goroutine.
+type shard struct {
+	index  int
+	w      *worker.Worker
+	repl   chan worker.Reply
+	notify map[string]struct{} // streams published to locally since the loop looked; Service.mu
+	kick   chan struct{}       // capacity 1: the loop has notifications to read
+	snapAt time.Time           // when the loop last copied the worker's status for the gauges
 }
 
 // New checks cfg and returns a Service that is not running yet.
@@ -74,10 +97,15 @@ func New(cfg Config) (*Service, error) {
 	switch {
 	case cfg.Channel == nil:
 		return nil, fmt.Errorf("%w: Channel is nil", worker.ErrInvalidConfig)
+	case cfg.Workers < 0 || cfg.Workers > max(cfg.Worker.MaxStreams, 1):
+		return nil, fmt.Errorf("%w: Workers is %d; must be within [0, Worker.MaxStreams = %d]", worker.ErrInvalidConfig, cfg.Workers, cfg.Worker.MaxStreams)
 	case cfg.MaxInFlight < 0:
 		return nil, fmt.Errorf("%w: MaxInFlight is %d; must not be negative", worker.ErrInvalidConfig, cfg.MaxInFlight)
 	case cfg.StoreTimeout < 0 || cfg.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: StoreTimeout and ShutdownTimeout must not be negative", worker.ErrInvalidConfig)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = 64
@@ -101,21 +129,58 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	wc := cfg.Worker
-	wc.Observer = tel
-	w, err := worker.New(wc)
-	if err != nil {
-		return nil, err
+	s := &Service{cfg: cfg, tel: tel, sem: make(chan struct{}, cfg.MaxInFlight), owners: map[string]int{}}
+	for k := range cfg.Workers {
+		w, err := worker.New(s.workerConfig(k))
+		if err != nil {
+			return nil, err
+		}
+		s.shards = append(s.shards, &shard{index: k, w: w, repl: make(chan worker.Reply),
+			notify: map[string]struct{}{}, kick: make(chan struct{}, 1)})
 	}
-	return &Service{
-		cfg:    cfg,
-		w:      w,
-		tel:    tel,
-		sem:    make(chan struct{}, cfg.MaxInFlight),
-		repl:   make(chan worker.Reply),
-		notify: make(map[string]struct{}),
-		kick:   make(chan struct{}, 1),
-	}, nil
+	return s, nil
+}
+
+// workerConfig is the config of shard k's worker: its share of the
+// streams, its own owner name, and the Service as its observer.
+func (s *Service) workerConfig(k int) worker.Config {
+	wc := s.cfg.Worker
+	wc.Observer = shardObserver{s: s, k: k}
+	if n := s.cfg.Workers; n > 1 {
+		wc.Owner = fmt.Sprintf("%s/%d", wc.Owner, k+1)
+		wc.MaxStreams = (wc.MaxStreams + n - 1) / n
+		if k > 0 {
+			wc.Retention = 0 // one worker deletes; the others would only race it
+		}
+	}
+	return wc
+}
+
+// shardObserver is shard k's worker's observer: it notes which streams
+// the shard holds (so that a publish reaches their owner) and hands the
+// event to the telemetry, one event at a time over all shards.
+type shardObserver struct {
+	s *Service
+	k int
+}
+
+func (o shardObserver) Observe(e worker.Event) {
+	s := o.s
+	switch e.Kind {
+	case worker.LeaseGranted:
+		s.mu.Lock()
+		s.owners[e.Stream] = o.k
+		s.mu.Unlock()
+	case worker.LeaseLost, worker.LeaseReleased:
+		s.mu.Lock()
+		if k, ok := s.owners[e.Stream]; ok && k == o.k {
+			delete(s.owners, e.Stream)
+		}
+		s.mu.Unlock()
+	}
+	s.observing.Lock()
+	defer s.observing.Unlock()
+	s.tel.Observe(e)
 }
 
 // Receipt says what the store holds for a published event.
@@ -161,14 +226,27 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 		result = publishDuplicate
 	}
 	s.tel.endPublish(ctx, span, stream, result, rec.Seq, nil)
+	s.notify(stream)
+	return Receipt{Seq: rec.Seq, Duplicate: !created}, nil
+}
+
+// notify tells the shard that holds stream of a local publish, so that it
+// adopts the event at once; when no shard holds it, one of them in turn,
+// which claims at once.
+func (s *Service) notify(stream string) {
 	s.mu.Lock()
-	s.notify[stream] = struct{}{}
+	k, ok := s.owners[stream]
+	if !ok {
+		k = s.turn
+		s.turn = (s.turn + 1) % len(s.shards)
+	}
+	sh := s.shards[k]
+	sh.notify[stream] = struct{}{}
 	s.mu.Unlock()
 	select {
-	case s.kick <- struct{}{}:
+	case sh.kick <- struct{}{}:
 	default: // the loop has a kick pending already
 	}
-	return Receipt{Seq: rec.Seq, Duplicate: !created}, nil
 }
 
 // ErrRunning is returned by Run when the Service is running already.
@@ -176,9 +254,10 @@ var ErrRunning = errors.New("courier: service already running")
 
 // Run delivers until ctx ends, then shuts down gracefully: it claims and
 // starts nothing more, lets the attempts in flight finish for up to
-// ShutdownTimeout (then cancels them), and releases its leases. It
-// returns nil after a shutdown that ctx asked for. Every goroutine it
-// started has ended when it returns.
+// ShutdownTimeout (then cancels them), and releases its leases. Each
+// worker does this on its own goroutine. It returns nil after a shutdown
+// that ctx asked for. Every goroutine it started has ended when it
+// returns.
 func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running {
@@ -193,19 +272,30 @@ func (s *Service) Run(ctx context.Context) error {
 		s.mu.Unlock()
 	}()
 
+	var wg sync.WaitGroup
+	for _, sh := range s.shards {
+		wg.Go(func() { s.serve(ctx, sh) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// serve runs shard sh's loop until ctx ends, then shuts it down as Run
+// says.
+func (s *Service) serve(ctx context.Context, sh *shard) {
 	// Store calls outlive ctx: replies that come in during the shutdown
 	// must still be persisted, and the leases released.
 	base := context.WithoutCancel(ctx)
 	sendCtx, cancelSends := context.WithCancel(base)
 	defer cancelSends()
-	l := &loop{s: s, base: base, sendCtx: sendCtx}
+	l := &loop{s: s, sh: sh, base: base, sendCtx: sendCtx}
 	l.advance(time.Now())
 	l.run(ctx.Done(), false)
 
 	// Shutdown: no claim, no new attempt; wait for those out.
-	s.w.Drain()
+	sh.w.Drain()
 	s.cfg.Logger.LogAttrs(base, slog.LevelInfo, "courier: shutting down",
-		slog.String("owner", s.cfg.Worker.Owner), slog.Int("in_flight", l.inFlight))
+		slog.String("owner", sh.w.Config().Owner), slog.Int("in_flight", l.inFlight))
 	grace, cancelGrace := context.WithTimeout(base, s.cfg.ShutdownTimeout)
 	defer cancelGrace()
 	l.run(grace.Done(), true)
@@ -217,9 +307,8 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(base, s.cfg.StoreTimeout)
 	defer cancel()
-	s.w.Stop(sctx, time.Now())
-	s.tel.snapshot(s.w)
-	return nil
+	sh.w.Stop(sctx, time.Now())
+	s.tel.snapshot(sh.index, sh.w)
 }
 
 // ready is always ready to receive from: the loop's wake-up when timed
@@ -230,10 +319,11 @@ var ready = func() <-chan time.Time {
 	return c
 }()
 
-// loop is the goroutine that owns the worker: every store call, every
-// machine step and every reply goes through it.
+// loop is the goroutine that owns a shard's worker: every store call,
+// every machine step and every reply of its streams goes through it.
 type loop struct {
 	s        *Service
+	sh       *shard
 	base     context.Context
 	sendCtx  context.Context
 	inFlight int
@@ -276,14 +366,14 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 		select {
 		case <-stop:
 			return
-		case r := <-l.s.repl:
+		case r := <-l.sh.repl:
 			l.inFlight--
 			l.deliver(r)
-		case <-l.s.kick:
+		case <-l.sh.kick:
 			l.s.mu.Lock()
-			for stream := range l.s.notify {
-				l.s.w.Notify(stream)
-				delete(l.s.notify, stream)
+			for stream := range l.sh.notify {
+				l.sh.w.Notify(stream)
+				delete(l.sh.notify, stream)
 			}
 			l.s.mu.Unlock()
 		case <-wake:
@@ -297,7 +387,7 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 // due reads the clock and the worker's next timed work, and whether that
 // is due.
 func (l *loop) due() (now, next time.Time, due bool) {
-	now, next = time.Now(), l.s.w.Next()
+	now, next = time.Now(), l.sh.w.Next()
 	return now, next, !next.IsZero() && !next.After(now)
 }
 
@@ -308,7 +398,7 @@ func (l *loop) takeReplies() int {
 	n := 0
 	for out := l.inFlight; n < out; n++ {
 		select {
-		case r := <-l.s.repl:
+		case r := <-l.sh.repl:
 			l.inFlight--
 			l.deliver(r)
 		default:
@@ -323,8 +413,11 @@ func (l *loop) takeReplies() int {
 func (l *loop) advance(now time.Time) {
 	ctx, cancel := context.WithTimeout(l.base, l.s.cfg.StoreTimeout)
 	defer cancel()
-	l.dispatch(l.s.w.Advance(ctx, now))
-	l.s.tel.snapshotEvery(l.s.w, now)
+	l.dispatch(l.sh.w.Advance(ctx, now))
+	if now.Sub(l.sh.snapAt) >= time.Second {
+		l.sh.snapAt = now
+		l.s.tel.snapshot(l.sh.index, l.sh.w)
+	}
 }
 
 // deliver hands a reply to the worker, its store calls bounded by
@@ -332,7 +425,7 @@ func (l *loop) advance(now time.Time) {
 func (l *loop) deliver(r worker.Reply) {
 	ctx, cancel := context.WithTimeout(l.base, l.s.cfg.StoreTimeout)
 	defer cancel()
-	l.dispatch(l.s.w.Deliver(ctx, time.Now(), r))
+	l.dispatch(l.sh.w.Deliver(ctx, time.Now(), r))
 }
 
 // dispatch starts one goroutine per send and probe; each hands its
@@ -340,11 +433,11 @@ func (l *loop) deliver(r worker.Reply) {
 func (l *loop) dispatch(fx worker.Effects) {
 	for _, x := range fx.Sends {
 		l.inFlight++
-		go func() { l.s.repl <- x.Reply(l.s.send(l.sendCtx, x)) }()
+		go func() { l.sh.repl <- x.Reply(l.s.send(l.sendCtx, x)) }()
 	}
 	for _, p := range fx.Probes {
 		l.inFlight++
-		go func() { l.s.repl <- p.Reply(l.s.probe(l.sendCtx, p)) }()
+		go func() { l.sh.repl <- p.Reply(l.s.probe(l.sendCtx, p)) }()
 	}
 }
 

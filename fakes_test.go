@@ -38,15 +38,16 @@ func (r *recorder) addLocked(stream string, e invariants.Entry) {
 }
 
 // observer records a worker's events as the checker wants them
-// (worker/observe), stamped when they are logged.
-func (r *recorder) observer(owner string) worker.Observer {
+// (worker/observe), stamped when they are logged, under the name of the
+// worker that acted (a Service with several Workers has one observer).
+func (r *recorder) observer() worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
 		if ev.Kind == worker.Persisted {
 			return // logged by the store, under its lock (faultStore)
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, e := range observe.Worker(nil, owner, ev) {
+		for _, e := range observe.Worker(nil, ev.Owner, ev) {
 			r.addLocked(ev.Stream, e)
 		}
 	})

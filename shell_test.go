@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -36,6 +37,7 @@ type shellWorld struct {
 	ordering machine.Ordering
 	streams  int
 	events   int // per stream
+	workers  int // per Service (Config.Workers)
 }
 
 func shellPolicy(o machine.Ordering) machine.Config {
@@ -68,6 +70,8 @@ const (
 type faultTally struct {
 	mu                                                           sync.Mutex
 	stolen, lostSaves, lostReplies, discarded, openings, dead, n int
+	// secondWorker counts leases granted to a Service's second worker.
+	secondWorker int
 }
 
 func TestShellUnderFaults(t *testing.T) {
@@ -75,7 +79,9 @@ func TestShellUnderFaults(t *testing.T) {
 	var tally faultTally
 	for seed := uint64(1); seed <= *shellSeeds; seed++ {
 		for _, o := range []machine.Ordering{machine.Strict, machine.Independent} {
-			w := shellWorld{seed: seed, ordering: o, streams: 5, events: 20}
+			// Odd seeds run two workers in each Service: four owners,
+			// two per process, take the streams from each other.
+			w := shellWorld{seed: seed, ordering: o, streams: 5, events: 20, workers: 1 + int(seed%2)}
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, o), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) { runShell(t, w, &tally) })
 			})
@@ -83,7 +89,8 @@ func TestShellUnderFaults(t *testing.T) {
 	}
 	t.Logf("faults over %d runs: %d leases stolen, %d saves with lost replies, %d lost replies, %d receiver discards, %d circuit openings; %d dead letters",
 		tally.n, tally.stolen, tally.lostSaves, tally.lostReplies, tally.discarded, tally.openings, tally.dead)
-	if tally.stolen == 0 || tally.lostSaves == 0 || tally.lostReplies == 0 || tally.discarded == 0 || tally.openings == 0 {
+	t.Logf("leases granted to the second worker of a Service: %d", tally.secondWorker)
+	if tally.stolen == 0 || tally.lostSaves == 0 || tally.lostReplies == 0 || tally.discarded == 0 || tally.openings == 0 || tally.secondWorker == 0 {
 		t.Errorf("a fault never struck: the suite proves less than it claims")
 	}
 }
@@ -120,8 +127,9 @@ func runShell(t *testing.T, w shellWorld, tally *faultTally) {
 				MaxStreams: 3,
 				LeaseTTL:   shellLeaseTTL,
 				Poll:       shellPoll,
-				Observer:   rec.observer(owner),
+				Observer:   rec.observer(),
 			},
+			Workers:         w.workers,
 			Channel:         ch,
 			MaxInFlight:     6,
 			ShutdownTimeout: 10 * time.Second,
@@ -191,6 +199,8 @@ func runShell(t *testing.T, w shellWorld, tally *faultTally) {
 				tally.discarded++
 			case e.Kind == invariants.CircuitChanged && e.Circuit == machine.Open:
 				tally.openings++
+			case e.Kind == invariants.LeaseGranted && strings.HasSuffix(e.Worker, "/2"):
+				tally.secondWorker++
 			}
 		}
 		tally.mu.Unlock()

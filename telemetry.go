@@ -36,12 +36,12 @@ type telemetry struct {
 	deliveries, attempts, settled, leases, storeErrors, publishes metric.Int64Counter
 	attemptDuration                                               metric.Float64Histogram
 
-	mu     sync.Mutex
-	snap   []worker.Status
-	snapAt time.Time
+	mu    sync.Mutex
+	snaps [][]worker.Status // each worker's latest status, by shard
 
 	// paused holds, per stream whose takeover a pause refused, when it
-	// was last refused. Only Observe, on the loop, touches it.
+	// was last refused. Only Observe, which the Service calls one event
+	// at a time, touches it.
 	paused map[string]time.Time
 }
 
@@ -63,7 +63,7 @@ func newTelemetry(cfg Config) (*telemetry, error) {
 		return nil, err
 	}
 	t := &telemetry{log: cfg.Logger, tracer: cfg.TracerProvider.Tracer(instrumentation), next: cfg.Worker.Observer,
-		streams: newStreamLabels(mc), paused: map[string]time.Time{}}
+		streams: newStreamLabels(mc), paused: map[string]time.Time{}, snaps: make([][]worker.Status, cfg.Workers)}
 	m := cfg.MeterProvider.Meter(instrumentation)
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -116,7 +116,11 @@ func newTelemetry(cfg Config) (*telemetry, error) {
 	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		o.ObserveInt64(owned, int64(len(t.snap)))
+		n := 0
+		for _, snap := range t.snaps {
+			n += len(snap)
+		}
+		o.ObserveInt64(owned, int64(n))
 		for label, g := range t.foldStreams() {
 			attrs := metric.WithAttributes(attribute.String("stream", label))
 			o.ObserveInt64(queued, g.queued, attrs)
@@ -135,14 +139,16 @@ type streamGauges struct{ queued, inFlight, circuit int64 }
 // "other" add up their queues and flights, and show the worst circuit.
 // t.mu is held.
 func (t *telemetry) foldStreams() map[string]streamGauges {
-	out := make(map[string]streamGauges, len(t.snap))
-	for _, s := range t.snap {
-		label := t.streams.of(s.Stream)
-		g := out[label]
-		g.queued += int64(s.Queued)
-		g.inFlight += int64(s.InFlight)
-		g.circuit = max(g.circuit, circuitValue(s.Circuit))
-		out[label] = g
+	out := map[string]streamGauges{}
+	for _, snap := range t.snaps {
+		for _, s := range snap {
+			label := t.streams.of(s.Stream)
+			g := out[label]
+			g.queued += int64(s.Queued)
+			g.inFlight += int64(s.InFlight)
+			g.circuit = max(g.circuit, circuitValue(s.Circuit))
+			out[label] = g
+		}
 	}
 	return out
 }
@@ -157,22 +163,13 @@ func circuitValue(c machine.Circuit) int64 {
 	return 0
 }
 
-// snapshot copies the worker's stream status for the gauges; the worker
-// is only touched from the loop, so the gauges read this copy.
-func (t *telemetry) snapshot(w *worker.Worker) {
+// snapshot copies shard k's worker's stream status for the gauges; a
+// worker is only touched from its loop, so the gauges read this copy.
+func (t *telemetry) snapshot(k int, w *worker.Worker) {
 	s := w.Streams()
 	t.mu.Lock()
-	t.snap = s
+	t.snaps[k] = s
 	t.mu.Unlock()
-}
-
-// snapshotEvery refreshes the snapshot at most once a second.
-func (t *telemetry) snapshotEvery(w *worker.Worker, now time.Time) {
-	if now.Sub(t.snapAt) < time.Second {
-		return
-	}
-	t.snapAt = now
-	t.snapshot(w)
 }
 
 // Observe implements worker.Observer.

@@ -143,6 +143,7 @@ func (k Kind) String() string {
 type Event struct {
 	Kind    Kind
 	At      time.Time // the worker's clock
+	Owner   string    // the worker's Config.Owner: which worker, where one observer serves several
 	Stream  string
 	Token   uint64
 	Records []machine.Record // Persisted; Rebuilt: what it recovered

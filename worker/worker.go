@@ -182,7 +182,7 @@ func (w *Worker) nextPoll(now time.Time) time.Time {
 // observe stamps e with the worker's clock and hands it to the Observer.
 func (w *Worker) observe(e Event) {
 	if w.cfg.Observer != nil {
-		e.At = w.now
+		e.At, e.Owner = w.now, w.cfg.Owner
 		w.cfg.Observer.Observe(e)
 	}
 }

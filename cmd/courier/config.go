@@ -57,6 +57,11 @@ type Config struct {
 	// LeaseTTL and Poll tune the worker: defaults 30s and 1s.
 	LeaseTTL Duration `toml:"lease_ttl"`
 	Poll     Duration `toml:"poll"`
+	// Workers is how many workers the process runs, each with its own
+	// leases and its own goroutine for store calls (courier.Config.Workers):
+	// on PostgreSQL the streams' commits then overlap. Default: 4 on
+	// PostgreSQL, 1 on SQLite, whose writes take turns anyway.
+	Workers int `toml:"workers"`
 	// MaxRequestBytes bounds an API request body. Default 2 MiB.
 	MaxRequestBytes int `toml:"max_request_bytes"`
 	// Streams are the destinations, by stream name.
@@ -95,6 +100,21 @@ type StreamConfig struct {
 	RejectStatuses *[]int `toml:"reject_statuses"`
 
 	policy machine.Config
+}
+
+// maxStreams is the most streams one serve process owns at once, over
+// all its workers.
+const maxStreams = 256
+
+// workers is the number of workers to run on the chosen store.
+func (c *Config) workers() int {
+	switch {
+	case c.Workers > 0:
+		return c.Workers
+	case c.Postgres != "":
+		return 4
+	}
+	return 1
 }
 
 // loopback is what AllowLoopback lets the channel dial.
@@ -159,6 +179,8 @@ func (c *Config) check() error {
 		return errors.New("lease_ttl must not be negative")
 	case c.Poll.Duration < 0:
 		return errors.New("poll must not be negative")
+	case c.Workers < 0 || c.Workers > maxStreams:
+		return fmt.Errorf("workers is %d; must be within [1, %d] (0: the default)", c.Workers, maxStreams)
 	case c.MaxRequestBytes < 1:
 		return errors.New("max_request_bytes must be positive")
 	}

@@ -37,7 +37,7 @@ attempt_timeout = "7s"
 	}
 	p := c.Streams["orders"].Policy()
 	switch {
-	case c.Listen != "127.0.0.1:9000", c.ShutdownTimeout.Duration != 5*time.Second, c.Database != "courier.db":
+	case c.Listen != "127.0.0.1:9000", c.ShutdownTimeout.Duration != 5*time.Second, c.Database != "courier.db", c.workers() != 1:
 		t.Errorf("top level read wrong: %+v", c)
 	case p.Ordering != machine.Independent, p.Window != 4, p.MaxAttempts != 3, p.MaxAge != time.Hour,
 		p.BaseBackoff != 2*time.Second, p.MaxBackoff != time.Minute, p.JitterPercent != 0, p.AttemptTimeout != 7*time.Second:
@@ -53,6 +53,8 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown top-level field", "lisen = \"x\"", "unknown field lisen"},
+		{"negative workers", "workers = -1\n" + stream(""), "workers is -1"},
+		{"more workers than streams", "workers = 257\n" + stream(""), "workers is 257"},
 		{"unknown stream field", stream("retries = 3"), "unknown field streams.orders.retries"},
 		{"duration without unit", stream("max_age = 30"), "max_age"},
 		{"duration not a duration", stream("max_age = \"soon\""), "max_age"},
@@ -139,5 +141,28 @@ func TestEachLoadDrawsItsOwnSeed(t *testing.T) {
 	}
 	if len(seeds) != 4 || seeds[machine.DefaultConfig().Seed] {
 		t.Errorf("seeds drawn %v: want four different ones, none the default", seeds)
+	}
+}
+
+// TestWorkersDefaultByStore: PostgreSQL gets 4 workers unless told,
+// SQLite 1, and a number given is kept.
+func TestWorkersDefaultByStore(t *testing.T) {
+	stream := "[streams.orders]\nurl = \"https://example.com/\"\nsecrets = [\"" + secret + "\"]\n"
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{stream, 1},
+		{"postgres = \"postgres://x@127.0.0.1/db\"\n" + stream, 4},
+		{"workers = 2\npostgres = \"postgres://x@127.0.0.1/db\"\n" + stream, 2},
+		{"workers = 3\n" + stream, 3},
+	} {
+		c, err := ParseConfig(tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.workers(); got != tc.want {
+			t.Errorf("%q: %d workers, want %d", tc.text, got, tc.want)
+		}
 	}
 }

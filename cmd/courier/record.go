@@ -26,13 +26,21 @@ type recorder struct {
 	// -record: a test merges the logs of processes it kills), and the
 	// log is not kept in memory.
 	out io.Writer
-	// held are the persists of the worker's last Save, in the log's
-	// order, until the worker's Persisted event stamps them with the
-	// clock reading its machine stepped with (see recordingStore.Save);
-	// the entries logged meanwhile wait behind them. unstamped counts the
-	// Save's own entries at the front of held.
-	held      []invariants.Entry
-	unstamped int
+	// held are the entries waiting, in the log's order, behind the
+	// persists of a Save whose worker has not yet stamped them: its
+	// Persisted event stamps them with the clock reading its machine
+	// stepped with (see recordingStore.Save). Each worker (owner) has at
+	// most one Save unstamped; the entries of the others, and everything
+	// logged meanwhile, wait behind it.
+	held []heldEntry
+}
+
+// heldEntry is an entry waiting in recorder.held: unstamped if it is a
+// persist of owner's latest Save, not yet stamped.
+type heldEntry struct {
+	e         invariants.Entry
+	owner     string
+	unstamped bool
 }
 
 func (r *recorder) addLocked(e invariants.Entry) {
@@ -40,7 +48,7 @@ func (r *recorder) addLocked(e invariants.Entry) {
 		e.At = time.Now()
 	}
 	if len(r.held) > 0 {
-		r.held = append(r.held, e)
+		r.held = append(r.held, heldEntry{e: e})
 		return
 	}
 	r.emitLocked(e)
@@ -55,25 +63,31 @@ func (r *recorder) emitLocked(e invariants.Entry) {
 	r.run.Add(e)
 }
 
-// holdLocked keeps a Save's persists until the worker's Persisted event.
-// A Save whose event never came (the worker reports every Save that
-// returned nil, so none should) is released first, stamped now.
-func (r *recorder) holdLocked(persists []invariants.Entry) {
-	r.releaseLocked(time.Now())
-	r.held, r.unstamped = persists, len(persists)
+// holdLocked keeps the persists of owner's Save until its Persisted
+// event. An earlier Save of owner's whose event never came (the worker
+// reports every Save that returned nil, so none should) is released
+// first, stamped now.
+func (r *recorder) holdLocked(owner string, persists []invariants.Entry) {
+	r.releaseLocked(owner, time.Now())
+	for _, e := range persists {
+		r.held = append(r.held, heldEntry{e: e, owner: owner, unstamped: true})
+	}
 }
 
-// releaseLocked stamps the held persists at, then logs everything held,
-// in order.
-func (r *recorder) releaseLocked(at time.Time) {
-	for i := range r.unstamped {
-		r.held[i].At = at
+// releaseLocked stamps owner's held persists at, then logs what is held
+// up to the first persist another worker has not stamped yet, in order.
+func (r *recorder) releaseLocked(owner string, at time.Time) {
+	for i := range r.held {
+		if h := &r.held[i]; h.unstamped && h.owner == owner {
+			h.e.At, h.unstamped = at, false
+		}
 	}
-	held := r.held
-	r.held, r.unstamped = nil, 0
-	for _, e := range held {
-		r.emitLocked(e)
+	n := 0
+	for n < len(r.held) && !r.held[n].unstamped {
+		r.emitLocked(r.held[n].e)
+		n++
 	}
+	r.held = append(r.held[:0], r.held[n:]...)
 }
 
 // add logs e at its At, or now: a worker's event carries the clock
@@ -93,15 +107,15 @@ func (r *recorder) add(e invariants.Entry) {
 // persists are logged by recordingStore, in the store's order, and
 // stamped here: a Persisted event carries the worker's clock reading for
 // the step that made the batch.
-func (r *recorder) observer(owner string) worker.Observer {
+func (r *recorder) observer() worker.Observer {
 	return worker.ObserverFunc(func(ev worker.Event) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if ev.Kind == worker.Persisted {
-			r.releaseLocked(ev.At)
+			r.releaseLocked(ev.Owner, ev.At)
 			return
 		}
-		for _, e := range observe.Worker(nil, owner, ev) {
+		for _, e := range observe.Worker(nil, ev.Owner, ev) {
 			r.addLocked(e)
 		}
 	})
@@ -193,7 +207,7 @@ func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Upd
 		m := r.Machine()
 		persists = append(persists, invariants.Entry{Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: m.ID, Seq: m.Seq, Record: m})
 	}
-	s.rec.holdLocked(persists)
+	s.rec.holdLocked(l.Owner, persists)
 	return nil
 }
 

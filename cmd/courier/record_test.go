@@ -19,7 +19,7 @@ func TestRecorderStampsPersistsWithTheWorkersReading(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
 	st := recordingStore{Store: memstore.New(time.Now), rec: rec}
-	obs := rec.observer("w")
+	obs := rec.observer()
 	r, _, err := st.Enqueue(ctx, "s", "e1", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestRecorderStampsPersistsWithTheWorkersReading(t *testing.T) {
 	// Logged by another goroutine before the worker reports the Save:
 	// it comes after the persist, which the store made durable first.
 	rec.add(invariants.Entry{Kind: invariants.Applied, ID: "other"})
-	obs.Observe(worker.Event{Kind: worker.Persisted, At: reading, Stream: "s", Token: ls[0].Token, Records: []machine.Record{m}})
+	obs.Observe(worker.Event{Kind: worker.Persisted, At: reading, Owner: "w", Stream: "s", Token: ls[0].Token, Records: []machine.Record{m}})
 
 	var kinds []invariants.Kind
 	var persist invariants.Entry
@@ -64,5 +64,60 @@ func TestRecorderStampsPersistsWithTheWorkersReading(t *testing.T) {
 	}
 	if d := persist.Record.NextAt.Sub(persist.At); d != 100*time.Millisecond {
 		t.Errorf("the log says the next attempt is due %v later; the worker chose 100ms", d)
+	}
+}
+
+// TestRecorderStampsEachWorkersSaves: two workers of one process save
+// at once; each one's persists get that worker's reading, whichever
+// reports first, and the log keeps the store's order.
+func TestRecorderStampsEachWorkersSaves(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	st := recordingStore{Store: memstore.New(time.Now), rec: rec}
+	obs := rec.observer()
+	var leases []store.Lease
+	var recs []machine.Record
+	for _, s := range []string{"a", "b"} {
+		r, _, err := st.Enqueue(ctx, s, s+"1", []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := st.Acquire(ctx, s, "p/"+s, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases, recs = append(leases, l), append(recs, r.Machine())
+	}
+	readings := []time.Time{time.Now().Add(-2 * time.Second), time.Now().Add(-time.Second)}
+	for i := range leases {
+		m := recs[i]
+		m.Attempts = 1
+		if err := st.Save(ctx, leases[i], store.UpdatesOf([]machine.Record{m})); err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = m
+	}
+	// b's worker reports first: a's persist, durable first, still holds
+	// the log.
+	obs.Observe(worker.Event{Kind: worker.Persisted, At: readings[1], Owner: "p/b", Stream: "b", Records: recs[1:]})
+	if n := len(rec.run.Entries); n != 4 {
+		t.Fatalf("%d entries logged before a's worker reported; want the 4 before a's Save", n)
+	}
+	obs.Observe(worker.Event{Kind: worker.Persisted, At: readings[0], Owner: "p/a", Stream: "a", Records: recs[:1]})
+	var got []string
+	for _, e := range rec.run.Entries {
+		if e.Kind == invariants.Persisted && e.Worker != "store" {
+			got = append(got, e.Worker)
+			want := readings[0]
+			if e.Worker == "p/b" {
+				want = readings[1]
+			}
+			if !e.At.Equal(want) {
+				t.Errorf("%s's persist stamped %v; want its worker's reading %v", e.Worker, e.At, want)
+			}
+		}
+	}
+	if len(got) != 2 || got[0] != "p/a" || got[1] != "p/b" {
+		t.Errorf("persists logged by %v; want [p/a p/b], the store's order", got)
 	}
 }

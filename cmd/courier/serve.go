@@ -217,7 +217,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	if h != nil {
 		h.store = st
 		st = recordingStore{Store: st, rec: h.rec}
-		obs = h.rec.observer(owner)
+		obs = h.rec.observer()
 	}
 	svc, err := courier.New(courier.Config{
 		Worker: worker.Config{
@@ -225,10 +225,11 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 			Store:      st,
 			Observer:   obs,
 			Policy:     policy(c, be.pauses),
-			MaxStreams: 256,
+			MaxStreams: maxStreams,
 			LeaseTTL:   c.LeaseTTL.Duration,
 			Poll:       c.Poll.Duration,
 		},
+		Workers:         c.workers(),
 		Channel:         rt,
 		ShutdownTimeout: c.ShutdownTimeout.Duration,
 		Logger:          log,

@@ -1,0 +1,170 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/courierlab/courier"
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/worker"
+)
+
+// BenchmarkDrain measures the whole runtime where users feel it: b.N
+// events already in PostgreSQL, spread over S streams, drained by a
+// courier.Service (claim, rebuild, persist each attempt, send, persist
+// each outcome) with 1 and 4 workers, and by River working b.N no-op jobs
+// inserted beforehand with S workers, in one run on the same database.
+// The channel answers at once, so the figure is the store's and the
+// runtime's. Each reports events (or jobs) per second; compare with
+// benchstat, or run with -benchtime=5000x -count=5 for the issue's shape.
+func BenchmarkDrain(b *testing.B) {
+	conn := server(b)
+	for _, streams := range []int{1, 8, 64} {
+		for _, workers := range []int{1, 4} {
+			b.Run(fmt.Sprintf("streams=%d/courier/workers=%d", streams, workers), func(b *testing.B) {
+				drainCourier(b, streams, workers)
+			})
+		}
+		b.Run(fmt.Sprintf("streams=%d/river", streams), func(b *testing.B) { drainRiver(b, conn, streams) })
+	}
+}
+
+// instant answers every attempt and probe at once, delivered.
+type instant struct{}
+
+func (instant) Send(context.Context, channel.Attempt) channel.Outcome {
+	return channel.Outcome{Result: machine.OutcomeDelivered, Status: 200}
+}
+
+func (instant) Probe(context.Context, string) channel.Outcome {
+	return channel.Outcome{Result: machine.OutcomeDelivered, Status: 200}
+}
+
+func drainCourier(b *testing.B, streams, workers int) {
+	ctx := b.Context()
+	s := open(b, nil)
+	fanOut(b, streams, func(i, n int) error {
+		for j := range n {
+			if _, _, err := s.Enqueue(ctx, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d-%d", i, j), []byte(`{}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var delivered atomic.Int64
+	done := make(chan struct{})
+	svc, err := courier.New(courier.Config{
+		Worker: worker.Config{
+			Owner: "bench", Store: s, MaxStreams: 64, LeaseTTL: time.Minute, Poll: 50 * time.Millisecond,
+			Policy: func(string) (machine.Config, error) { return machine.DefaultConfig(), nil },
+			Observer: worker.ObserverFunc(func(e worker.Event) {
+				if e.Kind != worker.Persisted {
+					return
+				}
+				for _, r := range e.Records {
+					if r.State == machine.Delivered && delivered.Add(1) == int64(b.N) {
+						close(done)
+					}
+				}
+			}),
+		},
+		Workers:     workers,
+		Channel:     instant{},
+		MaxInFlight: 256,
+		Logger:      slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	b.ResetTimer()
+	start := time.Now()
+	go func() { ran <- svc.Run(runCtx) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("delivered %d of %d in 10 minutes", delivered.Load(), b.N)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	stop()
+	if err := <-ran; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}
+
+// drainRiver inserts b.N no-op jobs, untimed, then times a River client
+// with k workers working them all.
+func drainRiver(b *testing.B, conn string, k int) {
+	ctx := b.Context()
+	schema := freshSchema(b, conn)
+	cfg, err := pgxpool.ParseConfig(conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	driver := riverpgxv5.New(pool)
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopWorker{})
+	client, err := river.NewClient(driver, &river.Config{
+		Schema: schema, Workers: workers,
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: k}},
+		FetchCooldown: river.FetchCooldownMin, FetchPollInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fanOut(b, k, func(_, n int) error {
+		for range n {
+			if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	completed, cancel := client.Subscribe(river.EventKindJobCompleted)
+	defer cancel()
+	b.ResetTimer()
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer client.Stop(context.WithoutCancel(ctx))
+	for range b.N {
+		select {
+		case <-completed:
+		case <-time.After(time.Minute):
+			b.Fatal("River stopped completing jobs")
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}
