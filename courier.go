@@ -14,6 +14,7 @@ import (
 
 	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/worker"
 )
 
@@ -88,6 +89,7 @@ type shard struct {
 	w      *worker.Worker
 	repl   chan worker.Reply
 	notify map[string]struct{} // streams published to locally since the loop looked; Service.mu
+	handed []store.Record      // the records those publishes created, for the worker to adopt unread; Service.mu
 	kick   chan struct{}       // capacity 1: the loop has notifications to read
 	snapAt time.Time           // when the loop last copied the worker's status for the gauges
 }
@@ -226,22 +228,27 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 		result = publishDuplicate
 	}
 	s.tel.endPublish(ctx, span, stream, result, rec.Seq, nil)
-	s.notify(stream)
+	s.notify(rec, created)
 	return Receipt{Seq: rec.Seq, Duplicate: !created}, nil
 }
 
-// notify tells the shard that holds stream of a local publish, so that it
-// adopts the event at once; when no shard holds it, one of them in turn,
+// notify tells the shard that holds rec's stream of a local publish, so
+// that it adopts the event at once (a record it created, without reading
+// it back: worker.Enqueued); when no shard holds it, one of them in turn,
 // which claims at once.
-func (s *Service) notify(stream string) {
+func (s *Service) notify(rec store.Record, created bool) {
 	s.mu.Lock()
-	k, ok := s.owners[stream]
+	k, ok := s.owners[rec.Stream]
 	if !ok {
 		k = s.turn
 		s.turn = (s.turn + 1) % len(s.shards)
 	}
 	sh := s.shards[k]
-	sh.notify[stream] = struct{}{}
+	if created {
+		sh.handed = append(sh.handed, rec)
+	} else {
+		sh.notify[rec.Stream] = struct{}{}
+	}
 	s.mu.Unlock()
 	select {
 	case sh.kick <- struct{}{}:
@@ -371,6 +378,10 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 			l.deliver(r)
 		case <-l.sh.kick:
 			l.s.mu.Lock()
+			for _, rec := range l.sh.handed {
+				l.sh.w.Enqueued(rec)
+			}
+			l.sh.handed = nil
 			for stream := range l.sh.notify {
 				l.sh.w.Notify(stream)
 				delete(l.sh.notify, stream)

@@ -67,7 +67,13 @@ func (s *sim) enqueue(i int, payload []byte) {
 	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
 	s.acked[i] = true
 	if n := s.nodes[0]; !n.down && n.w != nil {
-		n.w.Notify(stream)
+		// The producer runs beside node 0's worker: it hands over the
+		// record it created, as a Service does.
+		if created {
+			n.w.Enqueued(stored)
+		} else {
+			n.w.Notify(stream)
+		}
 		s.reschedule(n)
 	}
 }

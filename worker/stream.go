@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,6 +31,7 @@ type stream struct {
 	rebuildAt time.Time        // when m is nil: when to try again
 	lastSeq   uint64           // the highest Seq m knows
 	adoptAt   time.Time        // next look for newly enqueued records
+	handed    []machine.Record // records local producers enqueued (Enqueued), to adopt without a read
 	wakeAt    time.Time        // m's WakeAt; zero: none
 	idleSince time.Time        // zero unless m has nothing left to do
 	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
@@ -60,6 +63,8 @@ func (st *stream) earliest(draining bool) time.Time {
 		if st.rebuildAt.Before(t) {
 			t = st.rebuildAt
 		}
+	case len(st.handed) > 0:
+		t = time.Time{} // handed records: adopt them now
 	default:
 		if st.adoptAt.Before(t) {
 			t = st.adoptAt
@@ -94,6 +99,9 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 		return // renewals only: the attempts out finish under the lease
 	}
 	if st.m == nil && (now.Before(st.rebuildAt) || !w.rebuild(ctx, st, now)) {
+		return
+	}
+	if len(st.handed) > 0 && !w.adoptHanded(ctx, st, now) {
 		return
 	}
 	if !now.Before(st.adoptAt) && !w.adopt(ctx, st, now) {
@@ -204,6 +212,32 @@ func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
 	st.adoptAt = w.nextPoll(now)
 	w.observe(Event{Kind: Rebuilt, Stream: st.lease.Stream, Token: st.lease.Token, Records: recs, Circuit: m.Circuit()})
 	return w.execute(ctx, st, now, b)
+}
+
+// adoptHanded hands the machine, without a read, the records local
+// producers handed over (Enqueued) that follow the last it knows with no
+// gap. A gap is a record another producer enqueued: the adoption then
+// reads the store at once, which finds them all. It reports whether the
+// machine is still there.
+func (w *Worker) adoptHanded(ctx context.Context, st *stream, now time.Time) bool {
+	handed := st.handed
+	st.handed = nil
+	slices.SortFunc(handed, func(a, b machine.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, r := range handed {
+		switch {
+		case r.Seq <= st.lastSeq:
+			continue // known already: a rebuild or a poll read it
+		case r.Seq != st.lastSeq+1:
+			st.adoptAt = time.Time{}
+			return true
+		}
+		st.lastSeq = r.Seq
+		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
+		if !w.step(ctx, st, now, machine.Adopt{At: now, Record: r}) {
+			return false
+		}
+	}
+	return true
 }
 
 // adopt hands the machine the records enqueued since it last looked.

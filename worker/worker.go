@@ -269,6 +269,22 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 	return w.flush()
 }
 
+// Enqueued says that a local producer enqueued rec (as Store.Enqueue
+// returned it, created): the owner adopts it at its next Advance without
+// reading the store, when it follows the last record the owner knows (a
+// record of another producer in between makes it read them all, as
+// Notify does); a worker that does not own the stream tries to claim at
+// once. Call Advance after it (Next says now).
+func (w *Worker) Enqueued(rec store.Record) {
+	st := w.streams[rec.Stream]
+	if st == nil {
+		w.claimAt = time.Time{}
+		return
+	}
+	st.handed = append(st.handed, rec.Machine())
+	w.reschedule(st)
+}
+
 // Notify says that a local producer enqueued on stream: the owner adopts
 // at its next Advance, and a worker that does not own the stream tries to
 // claim at once. Call Advance after it (Next says now).

@@ -55,6 +55,11 @@ func (f *faultStore) Save(ctx context.Context, l store.Lease, ups []store.Update
 	return err
 }
 
+func (f *faultStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
+	f.calls["Pending"]++
+	return f.Store.Pending(ctx, l, after, limit)
+}
+
 func (f *faultStore) Renew(ctx context.Context, l store.Lease, d time.Duration) (store.Lease, error) {
 	f.calls["Renew"]++
 	return f.Store.Renew(ctx, l, d)
@@ -339,6 +344,61 @@ func TestAdoptsLaterEnqueues(t *testing.T) {
 	fx := e.advance()
 	if !e.w.Owns("t") || len(fx.Sends) != 1 || fx.Sends[0].ID != "f1" {
 		t.Fatalf("Notify on an unowned stream did not claim it: %+v", fx.Sends)
+	}
+}
+
+// A record a local producer hands over (Enqueued) is adopted at once
+// without a read when it follows the last the owner knows; one that
+// follows a record of another producer makes the owner read them all.
+func TestAdoptsHandedRecordsUnread(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(time.Millisecond)
+	e.deliver(x.Reply(delivered()))
+	publish := func(id string) store.Record {
+		r, _, err := e.mem.Enqueue(e.ctx, "s", id, []byte("payload of "+id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	reads := e.st.calls["Pending"]
+	e.w.Enqueued(publish("e2"))
+	if next := e.w.Next(); next.After(e.now()) {
+		t.Fatalf("Enqueued did not make the owner act at once (Next %v)", next.Sub(e.now()))
+	}
+	x = oneSend(t, e.advance(), "e2", 1)
+	if n := e.st.calls["Pending"] - reads; n != 0 {
+		t.Errorf("the owner read the store %d times to adopt a record handed to it; want none", n)
+	}
+	e.clock.Advance(time.Millisecond)
+	e.deliver(x.Reply(delivered()))
+
+	// e3 comes from another producer (no hand-over), then e4 is handed:
+	// the owner must read, and adopt both in order.
+	e.enqueue("s", "e3")
+	e.w.Enqueued(publish("e4"))
+	fx := e.advance()
+	if n := e.st.calls["Pending"] - reads; n != 1 {
+		t.Errorf("%d reads after a hand-over with a gap; want 1", n)
+	}
+	oneSend(t, fx, "e3", 1) // strict: e4 waits behind it
+	if e.count(worker.Adopted) != 3 {
+		t.Errorf("%d adoptions; want e2, e3 and e4", e.count(worker.Adopted))
+	}
+
+	// A stream the worker does not own: Enqueued makes it claim at once.
+	e.w.Enqueued(func() store.Record {
+		r, _, err := e.mem.Enqueue(e.ctx, "t", "f1", []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}())
+	fx = e.advance()
+	if !e.w.Owns("t") || len(fx.Sends) != 1 || fx.Sends[0].ID != "f1" {
+		t.Fatalf("Enqueued on an unowned stream did not claim it: %+v", fx.Sends)
 	}
 }
 
