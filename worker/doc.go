@@ -36,7 +36,9 @@
 //		fx := w.Advance(ctx, now) // renew, rebuild, adopt, tick, release, claim
 //		for _, s := range fx.Sends { /* send it; later: fx = w.Deliver(ctx, now, s.Reply(outcome)) */ }
 //		for _, p := range fx.Probes { /* probe; later: fx = w.Deliver(ctx, now, p.Reply(outcome)) */ }
-//		// sleep until w.Next(), a Deliver, or a local producer's Notify
+//		// sleep until w.Next(), a Deliver, or a local producer's publish:
+//		// w.Enqueued(rec) hands over the record it created (adopted
+//		// without a read), w.Notify(stream) says only that there is one
 //	}
 //
 // A driver must not start a Send at or after its Deadline: the worker's
