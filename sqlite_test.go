@@ -98,22 +98,7 @@ func TestShellOnSQLite(t *testing.T) {
 			ids = append(ids, id)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for _, id := range ids {
-		for {
-			r, err := st.Get(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.State == machine.Delivered {
-				break
-			}
-			if r.State.Terminal() || time.Now().After(deadline) {
-				t.Fatalf("%s is %s with %d attempts; want delivered", id, r.State, r.Attempts)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitDelivered(t, st, ids)
 	stop1()
 	stop2()
 

@@ -70,22 +70,7 @@ func TestWorkersShareTheStreams(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	deadline := time.Now().Add(time.Minute)
-	for _, id := range ids {
-		for {
-			r, err := st.Get(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.State == machine.Delivered {
-				break
-			}
-			if r.State.Terminal() || time.Now().After(deadline) {
-				t.Fatalf("%s is %s with %d attempts; want delivered", id, r.State, r.Attempts)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitDelivered(t, st, ids)
 	cancel()
 	await(t, "Run after its context ended", done, runLimit)
 

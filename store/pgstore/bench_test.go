@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -82,42 +83,7 @@ func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil
 // from the first insert to the last completion.
 func riverRun(b *testing.B, conn string, k int) time.Duration {
 	ctx := b.Context()
-	schema := freshSchema(b, conn)
-	cfg, err := pgxpool.ParseConfig(conn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		b.Fatal(err)
-	}
-	driver := riverpgxv5.New(pool)
-	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		b.Fatal(err)
-	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Schema:  schema,
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: k}},
-		Workers: workers,
-		// River's lowest fetch latency (its defaults are 100ms and 1s),
-		// so that it is not measured waiting for its own timers.
-		FetchCooldown:     river.FetchCooldownMin,
-		FetchPollInterval: 10 * time.Millisecond,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := newRiver(b, conn, k)
 	done, cancel := client.Subscribe(river.EventKindJobCompleted)
 	defer cancel()
 	if err := client.Start(ctx); err != nil {
@@ -141,4 +107,45 @@ func riverRun(b *testing.B, conn string, k int) time.Duration {
 		}
 	}
 	return time.Since(start)
+}
+
+// newRiver migrates River into a schema of its own and returns a client
+// with k workers of no-op jobs, at River's lowest fetch latency (its
+// defaults are 100ms and 1s), so that it is not measured waiting for its
+// own timers. It is not started.
+func newRiver(b *testing.B, conn string, k int) *river.Client[pgx.Tx] {
+	ctx := b.Context()
+	schema := freshSchema(b, conn)
+	cfg, err := pgxpool.ParseConfig(conn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	driver := riverpgxv5.New(pool)
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		b.Fatal(err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopWorker{})
+	client, err := river.NewClient(driver, &river.Config{
+		Schema: schema, Workers: workers,
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: k}},
+		FetchCooldown: river.FetchCooldownMin, FetchPollInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
 }

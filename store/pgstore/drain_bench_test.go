@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/courierlab/courier"
 	"github.com/courierlab/courier/channel"
@@ -109,38 +106,7 @@ func drainCourier(b *testing.B, streams, workers int) {
 // with k workers working them all.
 func drainRiver(b *testing.B, conn string, k int) {
 	ctx := b.Context()
-	schema := freshSchema(b, conn)
-	cfg, err := pgxpool.ParseConfig(conn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		b.Fatal(err)
-	}
-	driver := riverpgxv5.New(pool)
-	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		b.Fatal(err)
-	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, noopWorker{})
-	client, err := river.NewClient(driver, &river.Config{
-		Schema: schema, Workers: workers,
-		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: k}},
-		FetchCooldown: river.FetchCooldownMin, FetchPollInterval: 10 * time.Millisecond,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := newRiver(b, conn, k)
 	fanOut(b, k, func(_, n int) error {
 		for range n {
 			if _, err := client.Insert(ctx, noopArgs{}, nil); err != nil {
