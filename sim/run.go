@@ -116,6 +116,11 @@ type sim struct {
 
 	// Streams of random draws, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
+	// rStore draws the store calls' faults, rOperator the operator's
+	// actions: streams of their own, so that worlds without them draw
+	// everything else as they did before they existed.
+	rStore, rOperator *rand.Rand
+	storeFaults       int // store call faults injected so far (World.Store.Max)
 
 	ids   []string // the workload's event IDs, EventID(i) at i
 	acked []bool   // by event index: the store acknowledged it
@@ -156,6 +161,8 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rChannel:  stream(seed, "channel"),
 		rRestart:  stream(seed, "restart"),
 		rLease:    stream(seed, "lease"),
+		rStore:    stream(seed, "store"),
+		rOperator: stream(seed, "operator"),
 		settledAt: -1,
 		answered:  map[attemptKey]bool{},
 		hash:      xxhash.New(),
@@ -264,6 +271,7 @@ func (s *sim) simulate() error {
 	w := s.w
 	s.note(nil, opWorld, unum(s.seed), num(w.Events), str(w.Policy.Ordering.String()), dur(w.FaultsEnd))
 	s.startNodes()
+	s.startOperator()
 
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
