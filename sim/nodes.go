@@ -97,19 +97,21 @@ func (s *sim) initNodes() {
 	// leave no worker able to act, or the store refuses writes, nobody can
 	// give an expired event up. A restart leaves its lease to expire. A
 	// stalled worker acts on the clock reading it took before the stall.
-	var skew, stall, down time.Duration
+	var skew, stall, ahead, down time.Duration
 	for i := range c.Workers {
 		// A worker's offset: its skew, then every step its clock takes.
-		var k, stepped time.Duration
+		var k, stepped, forward time.Duration
 		if i < len(c.Skews) {
 			k = max(c.Skews[i], -c.Skews[i])
 		}
 		for _, st := range c.ClockSteps {
 			if st.Worker == i {
 				stepped += max(st.By, -st.By)
+				forward += max(st.By, 0)
 			}
 		}
 		skew = max(skew, k+stepped)
+		ahead = max(ahead, forward)
 	}
 	for _, f := range c.Crashes {
 		down += f.For + c.LeaseTTL
@@ -138,7 +140,9 @@ func (s *sim) initNodes() {
 		r := &s.runs[i]
 		r.Slack = c.LeaseTTL + 2*c.Poll + skew + stall + down
 		r.Skew = skew + stall
-		r.Stall = stall
+		// A clock stepped forward by d times an attempt out d early, as
+		// a stale reading d old stamps its start d early.
+		r.Stall = max(stall, ahead)
 		r.LivenessBound += r.Slack
 	}
 }

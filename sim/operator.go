@@ -82,6 +82,7 @@ func (s *sim) deleteSettled() {
 		after := s.store.Records(name)
 		for _, r := range before[i] {
 			if !slices.ContainsFunc(after, func(a machine.Record) bool { return a.ID == r.ID }) {
+				s.deleted[s.eventIndex(r.ID)] = &r
 				s.observeIn(i, invariants.Entry{Kind: invariants.Deleted, ID: r.ID, Seq: r.Seq, Worker: operatorBy, Record: r})
 			}
 		}

@@ -121,6 +121,9 @@ type sim struct {
 	// everything else as they did before they existed.
 	rStore, rOperator *rand.Rand
 	storeFaults       int // store call faults injected so far (World.Store.Max)
+	// deleted holds, by event index, the record retention deleted (nil:
+	// none), as the store held it.
+	deleted []*machine.Record
 
 	ids   []string // the workload's event IDs, EventID(i) at i
 	acked []bool   // by event index: the store acknowledged it
@@ -202,6 +205,7 @@ func (s *sim) initStreams() {
 		s.ids[i] = EventID(i)
 	}
 	s.acked = make([]bool, w.Events)
+	s.deleted = make([]*machine.Record, w.Events)
 	s.sends = make([]int, w.Events)
 	s.granted = make([]uint64, n)
 	s.recv = newReceiver(w.Receiver, s.ids, n)
@@ -366,13 +370,17 @@ func (s *sim) result() Result {
 			}
 		}
 	}
-	// Counted per event of the workload, in a fixed order.
+	// Counted per event of the workload, in a fixed order. A record
+	// retention deleted counts as it was when it was deleted.
 	for i, acked := range s.acked {
 		if !acked {
 			continue
 		}
 		st.Accepted++
 		r, applied := final[i], s.recv.events[i].applied
+		if r == nil {
+			r = s.deleted[i]
+		}
 		if r == nil || (applied == 0 && r.State != machine.Dead) {
 			st.Lost++
 		}
