@@ -85,6 +85,8 @@ type eventView struct {
 	applied   int
 	everDead  bool
 	deadAs    machine.DeadReason // the reason it was first persisted dead with
+	settled   bool               // an operator discarded it, a dead letter
+	deleted   bool               // retention deleted it (judged when it was)
 }
 
 // identity is what of a record may never change once it is accepted.
@@ -202,7 +204,7 @@ func (k *Checker) worker(name string) int {
 // checker follows: its ID's (on Persisted, its record's).
 func (k Kind) namesEvent() bool {
 	switch k {
-	case Acked, Persisted, Sent, Applied, Replied, Offered, Refused, Adopted:
+	case Acked, Persisted, Sent, Applied, Replied, Offered, Refused, Adopted, DeadDiscarded, Deleted:
 		return true
 	}
 	return false // Discarded and WriteRejected are judged by nothing numbered
@@ -327,6 +329,10 @@ func (k *Checker) judge(e *Entry) {
 		c.restarted(at)
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
+	case DeadDiscarded:
+		c.discarded(e, at)
+	case Deleted:
+		c.deleted(e, at)
 	} // Discarded: nothing to judge
 }
 
@@ -543,6 +549,12 @@ func (c *checker) final() {
 	for _, ev := range c.order {
 		v, id := &c.events[ev], c.ids.list[ev]
 		if finalOf[ev] < 0 {
+			if v.deleted {
+				// Judged when it was deleted: a settled record is gone by
+				// design, an unsettled one was reported then.
+				c.liveness(id, v, end)
+				continue
+			}
 			if v.everDead {
 				c.fail(DeadKept, id, -1, "was dead (%s), and the store no longer has it", v.deadAs)
 			} else {
@@ -613,4 +625,44 @@ func describe(r machine.Record) string {
 		return "dead (" + r.Reason.String() + ")"
 	}
 	return r.State.String()
+}
+
+// discarded judges an operator's discard: only a dead letter may be
+// discarded (it stays dead, and becomes settled). Discarding anything
+// else settles an event that is still owed a delivery, which retention
+// may then delete: lost.
+func (c *checker) discarded(e *Entry, at ref) {
+	v := &c.events[at.ev]
+	if !v.persisted || v.rec.State != machine.Dead {
+		c.fail(NothingLost, e.ID, e.Step, "discarded by %s while %s: only a dead letter may be discarded", e.Worker, c.stateOf(v))
+		return
+	}
+	if e.Record.State != machine.Dead || e.Record.Reason != v.deadAs {
+		c.fail(DeadKept, e.ID, e.Step, "discarding the dead letter (%s) left it %s", v.deadAs, describe(e.Record))
+	}
+	v.settled = true
+}
+
+// deleted judges retention deleting a record: only a settled one, that
+// is delivered, or a dead letter an operator discarded. Anything else is
+// lost (or, for an undiscarded dead letter, not kept).
+func (c *checker) deleted(e *Entry, at ref) {
+	v := &c.events[at.ev]
+	v.deleted = true
+	switch {
+	case v.persisted && v.rec.State == machine.Delivered:
+	case v.persisted && v.rec.State == machine.Dead && v.settled:
+	case v.persisted && v.rec.State == machine.Dead:
+		c.fail(DeadKept, e.ID, e.Step, "deleted by retention while an undiscarded dead letter (%s)", v.deadAs)
+	default:
+		c.fail(NothingLost, e.ID, e.Step, "deleted by retention while %s: only a settled record may be deleted", c.stateOf(v))
+	}
+}
+
+// stateOf is the event's state as the log last showed it.
+func (c *checker) stateOf(v *event) string {
+	if !v.persisted {
+		return "never persisted"
+	}
+	return describe(v.rec)
 }

@@ -27,7 +27,13 @@
 //     AttemptTimeout; no send after terminal, except the late send of a
 //     fenced-off owner (one whose lease token a newer lease superseded);
 //     only probes while that worker's circuit is checking or open.
-//   - dead-kept: a dead event stays dead, with its reason, in the store.
+//   - dead-kept: a dead event stays dead, with its reason, in the store,
+//     until an operator discards it (DeadDiscarded) and retention deletes
+//     it (Deleted).
+//   - operator actions: only a dead letter may be discarded, and only a
+//     settled record (delivered, or a discarded dead letter) deleted by
+//     retention; a record rightly deleted is not lost. Anything else is
+//     nothing-lost (dead-kept for an undiscarded dead letter).
 //   - dead-deserved: a dead letter's reason is true of its history:
 //     exhausted only after MaxAttempts sends, expired only once MaxAge
 //     has passed (or the next attempt would come after it), rejected only
@@ -60,8 +66,9 @@
 //     probes first; no attempt n+1 before the NextAt persisted with
 //     attempt n, across restarts and owners.
 //   - age: no attempt starts at or after acceptance + MaxAge.
-//   - leases: tokens grow; a renewal keeps the token and never moves
-//     Expires earlier; every write is under the newest, unexpired lease.
+//   - leases: tokens grow; a renewal keeps the token, comes before the
+//     lease expired and never moves Expires earlier; every write is under
+//     the newest, unexpired lease.
 //   - producers: a re-offer of an acknowledged ID is acknowledged again
 //     with its sequence, even with the queue full, and changes nothing.
 //

@@ -29,6 +29,11 @@ func (p *policy) lease(e *Entry, at ref) {
 			p.fail(Leases, "", e.Step, "%s renewed lease token %d and got token %d: a renewal keeps the token", e.Worker, held, e.Token)
 		}
 		until, ok := p.until[e.Token]
+		if ok && !e.At.Before(until) {
+			// Valid while the store's now is before Expires: at Expires
+			// exactly it has expired, and only a new grant may follow.
+			p.fail(Leases, "", e.Step, "%s renewed lease token %d %v after it expired", e.Worker, e.Token, e.At.Sub(until))
+		}
 		if ok && e.Until.Before(until) {
 			p.fail(Leases, "", e.Step, "%s's renewal moved the expiry of token %d %v earlier", e.Worker, e.Token, until.Sub(e.Until))
 		}

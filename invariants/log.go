@@ -53,6 +53,16 @@ const (
 	// Adopted: Worker's machine took over ID, a record the shared store
 	// accepted.
 	Adopted
+	// DeadDiscarded: an operator discarded ID (store.Discard succeeded):
+	// Record is what the store holds after it. Only a dead letter may be
+	// discarded; it stays dead, settled, and retention may delete it.
+	DeadDiscarded
+	// Deleted: retention deleted ID's record (store.DeleteSettled); Record
+	// is the record as the store held it. Only a settled record may be
+	// deleted: delivered, or a dead letter an operator discarded. A
+	// record rightly deleted is not lost: the store no longer has it by
+	// design.
+	Deleted
 )
 
 var kindNames = [...]string{
@@ -60,11 +70,11 @@ var kindNames = [...]string{
 	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
 	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
-	Adopted: "adopted",
+	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Adopted {
+	if k >= Acked && k <= Deleted {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))

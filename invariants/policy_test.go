@@ -685,6 +685,23 @@ func TestLeaseAndProducerRules(t *testing.T) {
 			grant(b, "w1", 1, 4*s)
 			return []found{{invariants.Leases, "", b.at(s).add(invariants.Entry{Kind: invariants.LeaseRenewed, Token: 1, Until: epoch.Add(2 * s)})}}
 		}},
+		{"renewal just before expiry", "a lease is valid until the instant before Expires", func(b *tlog) []found {
+			grant(b, "w1", 1, 2*s)
+			b.at(2*s - 1)
+			renew(b, 1, 4*s)
+			b.accept("e1")
+			return nil
+		}},
+		{"renewal at expiry", "at Expires exactly the lease has expired: only a new grant may follow", func(b *tlog) []found {
+			grant(b, "w1", 1, 2*s)
+			return []found{{invariants.Leases, "", b.at(2 * s).add(invariants.Entry{Kind: invariants.LeaseRenewed, Token: 1, Until: epoch.Add(4 * s)})}}
+		}},
+		{"renewal after expiry", "the store revived a lease that had expired, though nothing superseded it", func(b *tlog) []found {
+			grant(b, "w1", 1, 2*s)
+			b.at(s)
+			renew(b, 1, 3*s)
+			return []found{{invariants.Leases, "", b.at(3*s + 1).add(invariants.Entry{Kind: invariants.LeaseRenewed, Token: 1, Until: epoch.Add(6 * s)})}}
+		}},
 		{"renewal changes token", "a renewal handed back another token", func(b *tlog) []found {
 			grant(b, "w1", 1, 4*s)
 			return []found{{invariants.Leases, "", b.at(s).add(invariants.Entry{Kind: invariants.LeaseRenewed, Token: 2, Until: epoch.Add(5 * s)})}}

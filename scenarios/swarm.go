@@ -15,10 +15,27 @@ import (
 // one mix are met alone in another. Every range is sane for the policy
 // (no world is unsatisfiable by construction), and every fault ends by
 // FaultsEnd so the liveness phase can be judged.
+//
+// The world is drawn in two passes from two streams: the first ("swarm")
+// draws what the swarm drew before the store's own faults, the clock
+// steps and the operator existed, the second ("swarm-faults") those. A
+// seed's first pass is then what it always was, and a seed the second
+// pass gives nothing runs the world it ran before.
 func Swarm(seed uint64) sim.World {
+	w := swarmWorld(seed, swarmStream(seed, "swarm"))
+	drawFaults(swarmStream(seed, "swarm-faults"), &w)
+	return w
+}
+
+// swarmStream is the seed's random stream named name.
+func swarmStream(seed uint64, name string) *rand.Rand {
 	h := fnv.New64a()
-	h.Write([]byte("swarm"))
-	r := rand.New(rand.NewPCG(seed, h.Sum64()))
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// swarmWorld is Swarm's first pass.
+func swarmWorld(seed uint64, r *rand.Rand) sim.World {
 	dur := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
 	}
@@ -208,5 +225,50 @@ func drawRegions(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time
 		c.ClientTimeout = max(c.ClientTimeout, p.AttemptTimeout+dur(100*time.Millisecond, 2*time.Second))
 		c.LateRate = max(c.LateRate, r.Float64()*0.25)
 		c.LateDelay = max(c.LateDelay, p.AttemptTimeout+dur(0, 5*time.Second))
+	}
+}
+
+// drawFaults is Swarm's second pass: the store's own faults (calls refused
+// or their replies lost, bursts of refused renewals shorter and longer
+// than a lease), clock steps on either side of the workers' ClockMargin,
+// and an operator who discards dead letters and deletes settled records.
+func drawFaults(r *rand.Rand, w *sim.World) {
+	dur := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	coin := func(p float64) bool { return r.Float64() < p }
+	ttl := w.LeaseTTL()
+	if coin(0.35) {
+		st := &w.Store
+		st.Max = 1 + r.IntN(10)
+		st.RefuseRate = r.Float64() * 0.05
+		st.LostReplyRate = r.Float64() * 0.05
+	}
+	if coin(0.25) {
+		for range 1 + r.IntN(2) {
+			// From a third of a lease to two and a half: the worker rides
+			// out a short burst and loses the stream in a long one.
+			d := dur(ttl/3, ttl*5/2)
+			from := dur(0, max(w.FaultsEnd-d, 0))
+			w.Store.RenewFailures = append(w.Store.RenewFailures, sim.Window{From: from, To: min(from+d, w.FaultsEnd)})
+		}
+	}
+	if c := &w.Cluster; c.Workers > 0 && coin(0.4) {
+		margin := ttl / 10 // the workers' ClockMargin
+		for range 1 + r.IntN(3) {
+			by := dur(margin/2, 3*margin) // within the margin, or past it
+			if coin(0.5) {
+				by = -by
+			}
+			c.ClockSteps = append(c.ClockSteps, sim.ClockStep{Worker: r.IntN(c.Workers), At: dur(0, w.FaultsEnd), By: by})
+		}
+	}
+	if coin(0.3) {
+		w.Operator.Discards = 1 + r.IntN(4)
+	}
+	if coin(0.2) {
+		o := &w.Operator
+		o.Deletes = 1 + r.IntN(2)
+		o.Retention = w.FaultsEnd + w.Producer.TwiceDelay + w.Producer.AckTimeout + dur(time.Second, 20*time.Second)
 	}
 }

@@ -29,7 +29,18 @@
 // # The fakes and the faults
 //
 //   - Store: store/memstore, the contract's reference, on the virtual
-//     clock; it refuses every call inside Cluster.StoreOutages.
+//     clock; it refuses every call inside Cluster.StoreOutages. World.Store
+//     fails single calls (storefaults.go): refused before they change
+//     anything (store.ErrUnavailable), or a write's reply lost
+//     (store.ErrUnknown), the write made or not; and bursts of refused
+//     renewals, shorter and longer than a lease. A lost reply to a write
+//     that was made is logged as the store made it.
+//   - Operator (operator.go): discards dead letters (or tries to discard
+//     any event, which the store must refuse) and deletes settled records
+//     past a retention, through the store's own calls; each action the
+//     store takes is logged for the checker.
+//   - Clock steps: a worker's clock jumps forward or back, by amounts on
+//     either side of its ClockMargin.
 //   - Channel: latency, outage windows (refused), flapping (intermittent
 //     failure), lost replies (the receiver applied, the sender times out),
 //     requests held in the network until after the sender gave up.
@@ -74,6 +85,7 @@
 // each running worker.Worker against the shared store; channel.go the
 // fake network (sends, probes, their answers); receiver.go the fake
 // downstream system; producer.go the producer's offers and resends;
-// faults.go the worker faults and the coverage matrix; trace.go the
-// trace lines and their hash.
+// faults.go the worker faults and the coverage matrix; storefaults.go
+// the store calls that fail; operator.go the operator's actions and the
+// clock steps; trace.go the trace lines and their hash.
 package sim

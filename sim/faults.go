@@ -25,6 +25,10 @@ const (
 	FaultWorkerCrash                 // a worker died, its lease left to expire (cluster)
 	FaultStoreRefusal                // the shared store refused a write (cluster)
 	FaultStall                       // a worker froze inside a call and acted on a stale clock reading (cluster)
+	FaultLostStoreReply              // a store call's reply was lost (store.ErrUnknown)
+	FaultRenewFailure                // a renewal refused in a burst of renewal failures
+	FaultClockStep                   // a worker's clock stepped forward or back (cluster)
+	FaultOperator                    // an operator discarded a dead letter or deleted settled records
 	numFaults
 )
 
@@ -32,6 +36,7 @@ var faultNames = [numFaults]string{
 	"outage refusal", "flapping failure", "lost reply", "late arrival", "restart",
 	"crash after persist", "poison rejection", "stubborn rejection", "duplicate offer",
 	"worker pause", "worker crash", "store refusal", "stale-clock stall",
+	"lost store reply", "renewal failure", "clock step", "operator action",
 }
 
 func (f Fault) String() string { return faultNames[f] }

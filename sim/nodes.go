@@ -97,9 +97,21 @@ func (s *sim) initNodes() {
 	// leave no worker able to act, or the store refuses writes, nobody can
 	// give an expired event up. A restart leaves its lease to expire. A
 	// stalled worker acts on the clock reading it took before the stall.
-	var skew, stall, down time.Duration
-	for _, k := range c.Skews {
-		skew = max(skew, k, -k)
+	var skew, stall, ahead, down time.Duration
+	for i := range c.Workers {
+		// A worker's offset: its skew, then every step its clock takes.
+		var k, stepped, forward time.Duration
+		if i < len(c.Skews) {
+			k = max(c.Skews[i], -c.Skews[i])
+		}
+		for _, st := range c.ClockSteps {
+			if st.Worker == i {
+				stepped += max(st.By, -st.By)
+				forward += max(st.By, 0)
+			}
+		}
+		skew = max(skew, k+stepped)
+		ahead = max(ahead, forward)
 	}
 	for _, f := range c.Crashes {
 		down += f.For + c.LeaseTTL
@@ -116,11 +128,21 @@ func (s *sim) initNodes() {
 	}
 	r := s.w.Restarts
 	down += time.Duration(len(r.At)+r.Random+r.MaxCrashes) * (c.LeaseTTL + c.Poll)
+	// A store call that fails costs at most a lease nobody uses (a claim
+	// granted unknown, a release refused), a rebuild, and the attempt a
+	// lost save persisted unsent; a burst of refused renewals costs the
+	// stream for the burst and the lease it ran out.
+	down += time.Duration(s.w.Store.Max) * (c.LeaseTTL + 2*c.Poll + s.w.Policy.AttemptTimeout)
+	for _, win := range s.w.Store.RenewFailures {
+		down += win.To - win.From + c.LeaseTTL + c.Poll
+	}
 	for i := range s.runs {
 		r := &s.runs[i]
 		r.Slack = c.LeaseTTL + 2*c.Poll + skew + stall + down
 		r.Skew = skew + stall
-		r.Stall = stall
+		// A clock stepped forward by d times an attempt out d early, as
+		// a stale reading d old stamps its start d early.
+		r.Stall = max(stall, ahead)
 		r.LivenessBound += r.Slack
 	}
 }
@@ -388,12 +410,18 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.LeaseLost:
 		s.note(n, opLoses, str(ev.Detail))
 		s.stats.LeasesLost++
+		s.dropped(n, ev.Stream, "lost the stream")
 	case worker.LeaseReleased:
 		s.note(n, opReleases)
 	case worker.ReplyDropped:
 		s.note(n, opReplyNoOwner, str(ev.ID), num(ev.Attempt), str(ev.Outcome.Result.String()))
 	case worker.StoreFailed:
 		s.storeFailed(n, ev)
+		if ev.Op == "Save" {
+			// A failed save drops the machine (worker.saveFailed): it is
+			// rebuilt from the store.
+			s.dropped(n, ev.Stream, "dropped its machine after a failed save")
+		}
 	case worker.Faulted:
 		s.note(n, opFaulted, str(ev.Err.Error()))
 	}
@@ -411,6 +439,14 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	}
 }
 
+// dropped logs that n's worker dropped stream's machine, as a restart
+// does: a retry the machine scheduled, an attempt it had in flight or a
+// circuit it held are no longer its. The next machine is rebuilt from the
+// store (worker.Rebuilt) and judged by the recovery rules.
+func (s *sim) dropped(n *node, stream, why string) {
+	s.observeIn(s.streamIndex(stream), invariants.Entry{Kind: invariants.Restarted, Worker: n.name, Detail: why})
+}
+
 // storeFailed notes a store call the worker saw fail. The simulator's
 // store fails only as injected (unavailable) or as the contract says
 // (a stale lease, an invalid write); anything else is a bug.
@@ -422,6 +458,9 @@ func (s *sim) storeFailed(n *node, ev *worker.Event) {
 	case errors.Is(ev.Err, store.ErrUnavailable):
 		s.note(n, opStoreRefusal, str(ev.Op))
 		s.coverAll(FaultStoreRefusal)
+	case errors.Is(ev.Err, store.ErrUnknown):
+		s.note(n, opStoreUnknown, str(ev.Op))
+		s.coverAll(FaultLostStoreReply)
 	default:
 		panic(fmt.Sprintf("sim: seed %d: %s %s: unexpected store error: %v", s.seed, n.name, ev.Op, ev.Err))
 	}
@@ -465,53 +504,4 @@ func (ns *nodeStore) fenced(err error) error {
 		ns.s.stats.FencedWrites++
 	}
 	return err
-}
-
-func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
-	ls, err := ns.Store.ClaimDue(ctx, owner, ttl, limit)
-	for _, l := range ls {
-		s := ns.s
-		s.newestToken = max(s.newestToken, l.Token)
-		s.note(ns.n, opLease, str(l.Stream), unum(l.Token), instant(l.Expires))
-		i := s.streamIndex(l.Stream)
-		s.granted[i] = max(s.granted[i], l.Token)
-		s.stats.LeaseGrants++
-		s.observeIn(i, invariants.Entry{Kind: invariants.LeaseGranted, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: owner})
-	}
-	return ls, err
-}
-
-// Renew logs the renewal. Under Cluster.RenewTTLMin the lease is renewed
-// a second time at once with a shorter ttl drawn in [RenewTTLMin,
-// LeaseTTL], as a retried renewal might be: a store must not let it
-// shorten the lease.
-func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
-	s := ns.s
-	nl, err := ns.Store.Renew(ctx, l, ttl)
-	if err != nil {
-		return nl, ns.fenced(err)
-	}
-	i := s.streamIndex(l.Stream)
-	ns.renewed(i, nl)
-	if min := s.cfg.RenewTTLMin; min > 0 {
-		again, err := ns.Store.Renew(ctx, nl, between(s.rLease, min, ttl))
-		if err == nil {
-			ns.renewed(i, again)
-		}
-	}
-	return nl, nil
-}
-
-// renewed logs the renewal of lease l in stream i's log.
-func (ns *nodeStore) renewed(i int, l store.Lease) {
-	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.owner})
-}
-
-func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
-	return ns.fenced(ns.Store.Save(ctx, l, ups))
-}
-
-func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
-	recs, err := ns.Store.Pending(ctx, l, after, limit)
-	return recs, ns.fenced(err)
 }

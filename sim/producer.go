@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/store"
 )
@@ -45,6 +46,11 @@ func (s *sim) ackTimeout(i, copy int) {
 // is notified, as a local producer's worker is (courier.Service.Publish).
 func (s *sim) enqueue(i int, payload []byte) {
 	id, stream := s.ids[i], s.streams[i%len(s.streams)]
+	f := s.drawCall(true)
+	if f.undone() {
+		s.enqueueFailed(i, f)
+		return
+	}
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
 	rec := stored.Machine()
 	if err != nil {
@@ -64,8 +70,13 @@ func (s *sim) enqueue(i int, payload []byte) {
 		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
 		s.stats.DuplicateAcks++
 	}
-	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
+	if f == callLostDone && !plant.On(plant.UnknownEnqueueAcked) {
+		// Made, but the producer was told nothing: it offers again.
+		s.enqueueFailed(i, f)
+		return
+	}
 	s.acked[i] = true
+	s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
 	if n := s.nodes[0]; !n.down && n.w != nil {
 		// The producer runs beside node 0's worker: it hands over the
 		// record it created, as a Service does.
@@ -76,4 +87,26 @@ func (s *sim) enqueue(i int, payload []byte) {
 		}
 		s.reschedule(n)
 	}
+}
+
+// enqueueFailed is the producer's offer of event i failing with f: it is
+// not acknowledged, and offers the event again after AckTimeout, unless
+// it is the planted UnknownEnqueueAcked, which takes a lost reply for an
+// acknowledgement.
+func (s *sim) enqueueFailed(i int, f callFault) {
+	id := s.ids[i]
+	s.note(nil, opEnqueueUnknown, str(id), str(callFaultNames[f]))
+	detail := "store unavailable"
+	if f != callRefused {
+		detail = "store outcome unknown"
+		if plant.On(plant.UnknownEnqueueAcked) {
+			s.acked[i] = true
+			s.observe(invariants.Entry{Kind: invariants.Acked, ID: id, Seq: 0})
+			return
+		}
+		s.coverEvent(FaultLostStoreReply, i)
+	} else {
+		s.coverEvent(FaultStoreRefusal, i)
+	}
+	s.observe(invariants.Entry{Kind: invariants.Refused, ID: id, Detail: detail})
 }

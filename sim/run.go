@@ -116,6 +116,14 @@ type sim struct {
 
 	// Streams of random draws, one per part of the world.
 	rProducer, rChannel, rRestart, rLease *rand.Rand
+	// rStore draws the store calls' faults, rOperator the operator's
+	// actions: streams of their own, so that worlds without them draw
+	// everything else as they did before they existed.
+	rStore, rOperator *rand.Rand
+	storeFaults       int // store call faults injected so far (World.Store.Max)
+	// deleted holds, by event index, the record retention deleted (nil:
+	// none), as the store held it.
+	deleted []*machine.Record
 
 	ids   []string // the workload's event IDs, EventID(i) at i
 	acked []bool   // by event index: the store acknowledged it
@@ -156,6 +164,8 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		rChannel:  stream(seed, "channel"),
 		rRestart:  stream(seed, "restart"),
 		rLease:    stream(seed, "lease"),
+		rStore:    stream(seed, "store"),
+		rOperator: stream(seed, "operator"),
 		settledAt: -1,
 		answered:  map[attemptKey]bool{},
 		hash:      xxhash.New(),
@@ -195,6 +205,7 @@ func (s *sim) initStreams() {
 		s.ids[i] = EventID(i)
 	}
 	s.acked = make([]bool, w.Events)
+	s.deleted = make([]*machine.Record, w.Events)
 	s.sends = make([]int, w.Events)
 	s.granted = make([]uint64, n)
 	s.recv = newReceiver(w.Receiver, s.ids, n)
@@ -264,6 +275,7 @@ func (s *sim) simulate() error {
 	w := s.w
 	s.note(nil, opWorld, unum(s.seed), num(w.Events), str(w.Policy.Ordering.String()), dur(w.FaultsEnd))
 	s.startNodes()
+	s.startOperator()
 
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
@@ -358,13 +370,17 @@ func (s *sim) result() Result {
 			}
 		}
 	}
-	// Counted per event of the workload, in a fixed order.
+	// Counted per event of the workload, in a fixed order. A record
+	// retention deleted counts as it was when it was deleted.
 	for i, acked := range s.acked {
 		if !acked {
 			continue
 		}
 		st.Accepted++
 		r, applied := final[i], s.recv.events[i].applied
+		if r == nil {
+			r = s.deleted[i]
+		}
 		if r == nil || (applied == 0 && r.State != machine.Dead) {
 			st.Lost++
 		}

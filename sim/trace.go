@@ -62,8 +62,15 @@ const (
 	opPastDeadline
 	opFaulted
 	opStall
+	opStoreCallFault
+	opStoreUnknown
+	opEnqueueUnknown
+	opClockStep
+	opDiscard
+	opOperatorRefused
+	opDeleteSettled
 
-	opLast = opStall // the last op: formats has one entry per op
+	opLast = opDeleteSettled // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -113,6 +120,13 @@ var formats = [...]string{
 	opPastDeadline:      "send %s#%d not started: past its lease deadline",
 	opFaulted:           "worker fault: %s",
 	opStall:             "fault stall: freezes for %v inside a call, after reading its clock",
+	opStoreCallFault:    "fault store-call: %s %s",
+	opStoreUnknown:      "store outcome unknown: %s",
+	opEnqueueUnknown:    "fault store-call: enqueue %s %s; no ack",
+	opClockStep:         "fault clock-step: the clock moves by %v",
+	opDiscard:           "operator discards %s: %s",
+	opOperatorRefused:   "operator %s %s refused: %s",
+	opDeleteSettled:     "operator deletes settled records older than %v: %d deleted",
 }
 
 // argKind says how an arg is encoded and printed.

@@ -36,6 +36,11 @@ type World struct {
 	// workers sharing one store through stream leases.
 	Cluster Cluster
 
+	// Store fails the store's calls themselves, one by one; Operator acts
+	// on the store as an operator's tool does.
+	Store    StoreFaults
+	Operator Operator
+
 	// FaultsEnd is when every fault stops: the start of the liveness phase.
 	FaultsEnd time.Duration
 	// MaxDuration stops the run if it has not settled by then. Zero: a
@@ -157,6 +162,58 @@ type Cluster struct {
 	Stalls []Pause
 	// StoreOutages: the store refuses every write inside these windows.
 	StoreOutages []Window
+	// ClockSteps set a worker's clock forward (By > 0) or back (By < 0)
+	// at At, as an NTP step does: its skew changes by By from then on.
+	// A step back does not move the worker's clock back (the worker holds
+	// its latest reading): its clock stands still until the virtual clock
+	// catches up, so it sees its lease last longer than the store does.
+	// A step larger than the worker's ClockMargin (LeaseTTL/10) is outside
+	// what the worker promises to absorb; the store's fencing must still
+	// hold it.
+	ClockSteps []ClockStep
+}
+
+// ClockStep moves worker Worker's clock by By at At.
+type ClockStep struct {
+	Worker int
+	At, By time.Duration
+}
+
+// StoreFaults fail single store calls while faults last (before
+// FaultsEnd), each drawn per call, at most Max of them in all (refusals
+// and lost replies together), so that the time they cost is bounded.
+type StoreFaults struct {
+	// RefuseRate: the call fails with store.ErrUnavailable and changes
+	// nothing. It strikes every call a worker makes (ClaimDue, Renew,
+	// Pending, Save, Release) and the producer's Enqueue.
+	RefuseRate float64
+	// LostReplyRate: a write (ClaimDue, Renew, Save, Enqueue) reaches the
+	// store and its reply is lost: the caller gets store.ErrUnknown, and
+	// the write was made or not, half the time each. Reads never lose
+	// their reply (the contract: only a write returns ErrUnknown).
+	LostReplyRate float64
+	Max           int
+	// RenewFailures: every renewal inside one of these windows is refused
+	// (store.ErrUnavailable): bursts shorter and longer than a lease.
+	RenewFailures []Window
+}
+
+// Operator acts on the store at drawn instants before FaultsEnd, as an
+// operator's tool does, through the store's own calls: Discards dead
+// letters it is shown, Deletes settled records older than Retention.
+type Operator struct {
+	// Discards: at Discards instants drawn in [0, FaultsEnd], the operator
+	// discards an event drawn from the workload (one that is not a dead
+	// letter is refused by the store, as it must be).
+	Discards int
+	// Deletes: at Deletes instants drawn in [0, FaultsEnd], and once at
+	// FaultsEnd, the operator deletes the settled records older than
+	// Retention (store.DeleteSettled). Retention must exceed FaultsEnd +
+	// Producer.TwiceDelay + Producer.AckTimeout: the longest a producer
+	// may still offer an event again (a deleted ID offered again would
+	// be a new event, which the contract forbids).
+	Deletes   int
+	Retention time.Duration
 }
 
 // WorkerFault strikes worker Worker (from 0, or Owner) at At, for For.
@@ -247,6 +304,8 @@ func (w World) Validate() error {
 		{"Channel.LostAckRate", w.Channel.LostAckRate},
 		{"Channel.LateRate", w.Channel.LateRate},
 		{"Restarts.CrashAfterPersistRate", w.Restarts.CrashAfterPersistRate},
+		{"Store.RefuseRate", w.Store.RefuseRate},
+		{"Store.LostReplyRate", w.Store.LostReplyRate},
 	} {
 		if err := rate(r.name, r.v); err != nil {
 			return err
@@ -265,6 +324,9 @@ func (w World) Validate() error {
 	if err := w.Cluster.validate(w.FaultsEnd); err != nil {
 		return err
 	}
+	if err := w.validateStore(); err != nil {
+		return err
+	}
 	if w.Cluster.Workers > 0 && (len(w.Restarts.At) > 0 || w.Restarts.Random > 0 || w.Restarts.CrashAfterPersistRate > 0) {
 		return bad("Restarts", "apply to the single sender; a cluster has Cluster.Crashes and Cluster.Pauses")
 	}
@@ -275,6 +337,10 @@ func (w World) Validate() error {
 	}
 	return nil
 }
+
+// LeaseTTL is the lease the world's workers ask for: Cluster.LeaseTTL,
+// or the single sender's.
+func (w World) LeaseTTL() time.Duration { return workers(w).LeaseTTL }
 
 // EventID is the ID of the i-th event (from 0) of a world.
 func EventID(i int) string { return fmt.Sprintf("e%03d", i+1) }
@@ -337,6 +403,7 @@ func (w World) Describe() string {
 		s += " same-payload"
 	}
 
+	s += w.Store.describe() + w.Operator.describe()
 	if c := w.Cluster; c.Workers > 0 {
 		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
 			c.Workers, c.LeaseTTL, c.Poll, c.Skews, c.Crashes, c.Pauses, c.StoreOutages)
@@ -349,6 +416,9 @@ func (w World) Describe() string {
 		if c.RenewTTLMin > 0 {
 			s += fmt.Sprintf(" renew-ttl>=%v", c.RenewTTLMin)
 		}
+		if len(c.ClockSteps) > 0 {
+			s += fmt.Sprintf(" clock-steps=%v", c.ClockSteps)
+		}
 	}
 	return s
 }
@@ -358,7 +428,7 @@ func (c Cluster) validate(faultsEnd time.Duration) error {
 		return fmt.Errorf("%w: Cluster.%s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
 	}
 	if c.Workers == 0 {
-		if c.MaxStreams > 0 || len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.Stalls)+len(c.StoreOutages) > 0 {
+		if c.MaxStreams > 0 || len(c.Skews)+len(c.Crashes)+len(c.Pauses)+len(c.Stalls)+len(c.StoreOutages)+len(c.ClockSteps) > 0 {
 			return bad("Workers", "is 0 (the single sender), but cluster faults are set")
 		}
 		return nil
@@ -385,5 +455,61 @@ func (c Cluster) validate(faultsEnd time.Duration) error {
 			return bad("StoreOutages", "%v must be a span that ends by FaultsEnd (%v)", win, faultsEnd)
 		}
 	}
+	for _, k := range c.ClockSteps {
+		if k.Worker < 0 || k.Worker >= c.Workers || k.At < 0 || k.At > faultsEnd {
+			return bad("ClockSteps", "%+v must name a worker and come within [0, FaultsEnd %v]", k, faultsEnd)
+		}
+	}
 	return nil
+}
+
+// validateStore checks World.Store and World.Operator.
+func (w World) validateStore() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
+	}
+	st, op := w.Store, w.Operator
+	horizon := w.FaultsEnd + w.Producer.TwiceDelay + w.Producer.AckTimeout
+	switch {
+	case st.Max < 0:
+		return bad("Store.Max", "is %d; must not be negative", st.Max)
+	case op.Discards < 0 || op.Deletes < 0:
+		return bad("Operator", "counts must not be negative")
+	case op.Deletes > 0 && op.Retention <= horizon:
+		return bad("Operator.Retention", "is %v; must exceed FaultsEnd+TwiceDelay+AckTimeout (%v), the longest a producer may offer an event again", op.Retention, horizon)
+	}
+	for _, win := range st.RenewFailures {
+		if win.To < win.From || win.To > w.FaultsEnd {
+			return bad("Store.RenewFailures", "%v must be a span that ends by FaultsEnd (%v)", win, w.FaultsEnd)
+		}
+	}
+	return nil
+}
+
+func (f StoreFaults) describe() string {
+	s := ""
+	if f.Max > 0 && f.RefuseRate > 0 {
+		s += fmt.Sprintf(" store-refusals=%.2f", f.RefuseRate)
+	}
+	if f.Max > 0 && f.LostReplyRate > 0 {
+		s += fmt.Sprintf(" store-lost-replies=%.2f", f.LostReplyRate)
+	}
+	if f.Max > 0 && f.RefuseRate+f.LostReplyRate > 0 {
+		s += fmt.Sprintf(" store-faults<=%d", f.Max)
+	}
+	if len(f.RenewFailures) > 0 {
+		s += fmt.Sprintf(" renew-failures=%v", f.RenewFailures)
+	}
+	return s
+}
+
+func (o Operator) describe() string {
+	s := ""
+	if o.Discards > 0 {
+		s += fmt.Sprintf(" discards=%d", o.Discards)
+	}
+	if o.Deletes > 0 {
+		s += fmt.Sprintf(" deletes=%d retention=%v", o.Deletes, o.Retention)
+	}
+	return s
 }

@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
 )
 
 // The planted runtime bugs of the simulator's catalogue (internal/plant),
@@ -85,3 +87,16 @@ func plantedRecords(recs []machine.Record, now time.Time) []machine.Record {
 // sendsBeforeSave reports whether the worker hands out a batch's sends
 // before it saves the batch: SendBeforePersist.
 func sendsBeforeSave() bool { return plant.On(plant.SendBeforePersist) }
+
+// plantedActsOn reports whether the worker acts on a batch whose save
+// failed with err as if it were written: UnknownSaveActedOn, for a lost
+// reply.
+func plantedActsOn(err error) bool {
+	return plant.On(plant.UnknownSaveActedOn) && errors.Is(err, store.ErrUnknown)
+}
+
+// plantedKeepsMachine reports whether the worker keeps its machine after
+// a save that failed with err: RefusedSaveKeepsMachine, for a refusal.
+func plantedKeepsMachine(err error) bool {
+	return plant.On(plant.RefusedSaveKeepsMachine) && errors.Is(err, store.ErrUnavailable)
+}

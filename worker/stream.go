@@ -331,11 +331,22 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		sends, probes = nil, nil
 	}
 	if len(persist) > 0 {
-		if err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans)); err != nil {
+		err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans))
+		switch {
+		case err == nil:
+			w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
+		case plantedActsOn(err):
+			// The planted UnknownSaveActedOn: the batch may not be written.
+		case plantedKeepsMachine(err):
+			// The planted RefusedSaveKeepsMachine: no sends, but the
+			// machine stays, past what the store holds, and the failure
+			// goes unreported.
+			st.wakeAt = b.WakeAt
+			return true
+		default:
 			w.saveFailed(st, now, err)
 			return false
 		}
-		w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
 	}
 	w.handOut(st, sends, probes)
 	st.wakeAt = plantedWake(b.WakeAt)

@@ -268,7 +268,11 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	if err := s.checkAvailable("renew"); err != nil {
 		return store.Lease{}, err
 	}
-	st, err := s.held("renew", l, now)
+	at := now
+	if plant.On(plant.RenewRevivesExpired) {
+		at = time.Time{} // the planted bug: an expired lease may still be renewed
+	}
+	st, err := s.held("renew", l, at)
 	if err != nil {
 		return store.Lease{}, err
 	}
@@ -475,7 +479,7 @@ func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.
 	if !ok {
 		return store.Record{}, fmt.Errorf("%w: %s %q", store.ErrNotFound, op, id)
 	}
-	if err := store.CheckDeadLetter(op, *r); err != nil {
+	if err := store.CheckDeadLetter(op, *r); err != nil && !(op == "discard" && plant.On(plant.DiscardAnyRecord)) {
 		return store.Record{}, err
 	}
 	act(r, s.streams[r.Stream], now)
@@ -502,7 +506,8 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 	cutoff := now.Add(-retention)
 	var old []*store.Record
 	for _, r := range s.ids {
-		if !r.SettledAt.IsZero() && !r.SettledAt.After(cutoff) {
+		settled := !r.SettledAt.IsZero() || plant.On(plant.RetentionDeletesUnsettled)
+		if settled && !r.SettledAt.After(cutoff) {
 			old = append(old, r)
 		}
 	}

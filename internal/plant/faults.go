@@ -1,0 +1,42 @@
+package plant
+
+// The store-fault catalogue (issue 28): one bug for each fault the
+// simulator's richer fault model brings (store calls that fail or lose
+// their reply, operator actions, renewal failures under clock steps),
+// each in the code that meets the fault.
+const (
+	// UnknownSaveActedOn: the worker takes a save whose reply was lost
+	// (store.ErrUnknown) for a save that was made, and hands out its
+	// sends (worker).
+	UnknownSaveActedOn Bug = "unknown-save-acted-on"
+	// RefusedSaveKeepsMachine: after a refused save (store.ErrUnavailable)
+	// the worker keeps its machine, which has moved past what the store
+	// holds, instead of rebuilding it (worker).
+	RefusedSaveKeepsMachine Bug = "refused-save-keeps-machine"
+	// UnknownEnqueueAcked: the producer takes an enqueue whose reply was
+	// lost for an acknowledgement (fake producer).
+	UnknownEnqueueAcked Bug = "unknown-enqueue-acked"
+	// RetentionDeletesUnsettled: DeleteSettled forgets to check that a
+	// record is settled, so a zero SettledAt counts as long past
+	// (memstore).
+	RetentionDeletesUnsettled Bug = "retention-deletes-unsettled"
+	// DiscardAnyRecord: Discard settles any record, not only a dead letter
+	// (memstore).
+	DiscardAnyRecord Bug = "discard-any-record"
+	// RenewRevivesExpired: Renew extends an expired lease that no newer
+	// lease has replaced (memstore).
+	RenewRevivesExpired Bug = "renew-revives-expired"
+)
+
+func init() {
+	for bug, rule := range map[Bug]string{
+		UnknownSaveActedOn:        "bounded-sends",
+		RefusedSaveKeepsMachine:   "bounded-sends",
+		UnknownEnqueueAcked:       "nothing-lost",
+		RetentionDeletesUnsettled: "dead-kept",
+		DiscardAnyRecord:          "nothing-lost",
+		RenewRevivesExpired:       "leases",
+	} {
+		Expected[bug] = rule
+	}
+}

@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+)
+
+// The operator (World.Operator) acts through the store's own calls, as an
+// operator's tool does, at instants drawn from its own stream: it discards
+// dead letters and deletes settled records past a retention. Each action
+// the store takes is logged for the checker (invariants.DeadDiscarded,
+// invariants.Deleted), which holds it to what an operator may do: only a
+// dead letter is discarded, only a settled record deleted.
+
+// operatorBy names the operator in the records' histories.
+const operatorBy = "operator"
+
+// startOperator schedules the operator's actions and the clock steps.
+func (s *sim) startOperator() {
+	o := s.w.Operator
+	for range o.Discards {
+		at := between(s.rOperator, 0, s.w.FaultsEnd)
+		s.q.schedule(at, s.discard)
+	}
+	for range o.Deletes {
+		at := between(s.rOperator, o.Retention, o.Retention+s.w.FaultsEnd)
+		s.q.schedule(at, s.deleteSettled)
+	}
+	for _, k := range s.cfg.ClockSteps {
+		s.q.schedule(k.At, func() { s.stepClock(s.nodes[k.Worker], k.By) })
+	}
+}
+
+// discard discards an event: half the time a dead letter of a stream
+// drawn (the operator's tool lists them), otherwise any event of the
+// workload, which the store must refuse unless it is a dead letter.
+func (s *sim) discard() {
+	id := s.ids[s.rOperator.IntN(len(s.ids))]
+	if s.rOperator.IntN(2) == 0 {
+		name := s.streams[s.rOperator.IntN(len(s.streams))]
+		dead, err := s.store.DeadLetters(bg, name, 0, 1000)
+		if err != nil || len(dead) == 0 {
+			return // nothing to discard there
+		}
+		id = dead[s.rOperator.IntN(len(dead))].ID
+	}
+	s.cover(FaultOperator, id)
+	rec, err := s.store.Discard(bg, id, operatorBy)
+	if err != nil {
+		s.note(nil, opOperatorRefused, str("discard"), str(id), str(err.Error()))
+		return
+	}
+	s.writes++
+	m := rec.Machine()
+	s.note(nil, opDiscard, str(id), record(&m))
+	s.observe(invariants.Entry{Kind: invariants.DeadDiscarded, ID: id, Seq: m.Seq, Worker: operatorBy, Record: m})
+}
+
+// deleteSettled deletes the settled records older than the retention and
+// logs each record deleted, as the store held it: what the store held
+// before the call and does not after.
+func (s *sim) deleteSettled() {
+	before := make([][]machine.Record, len(s.streams))
+	for i, name := range s.streams {
+		before[i] = s.store.Records(name)
+	}
+	s.coverAll(FaultOperator)
+	n, err := s.store.DeleteSettled(bg, s.w.Operator.Retention, 1000)
+	if err != nil {
+		s.note(nil, opOperatorRefused, str("delete-settled"), str(""), str(err.Error()))
+		return
+	}
+	s.note(nil, opDeleteSettled, dur(s.w.Operator.Retention), num(n))
+	if n == 0 {
+		return
+	}
+	s.writes++
+	for i, name := range s.streams {
+		after := s.store.Records(name)
+		for _, r := range before[i] {
+			if !slices.ContainsFunc(after, func(a machine.Record) bool { return a.ID == r.ID }) {
+				s.deleted[s.eventIndex(r.ID)] = &r
+				s.observeIn(i, invariants.Entry{Kind: invariants.Deleted, ID: r.ID, Seq: r.Seq, Worker: operatorBy, Record: r})
+			}
+		}
+	}
+}
+
+// stepClock moves n's clock by by: its skew changes, and its next call is
+// set again on its new clock.
+func (s *sim) stepClock(n *node, by time.Duration) {
+	n.skew += by
+	s.note(n, opClockStep, dur(by))
+	s.coverAll(FaultClockStep)
+	s.reschedule(n)
+}
