@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"database/sql"
 	"testing"
+
+	"github.com/courierlab/courier/store/internal/sqlcore"
 )
 
 // openAt opens path migrated only up to version target.
@@ -16,7 +18,9 @@ func openAt(t *testing.T, path string, target int) *Store {
 	if err := migrateTo(t.Context(), w, path, target); err != nil {
 		t.Fatal(err)
 	}
-	return &Store{w: w, r: w, Core: newCore(w, nil)}
+	s := &Store{w: w, r: w}
+	s.Core = sqlcore.New(s.db(), dialect, nil)
+	return s
 }
 
 func userVersion(t *testing.T, s *Store) int {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -46,7 +47,8 @@ type Options struct {
 // Store is a store.Store in one SQLite file. Build it with Open; Close it.
 type Store struct {
 	*sqlcore.Core
-	w, r *sql.DB
+	w, r           *sql.DB
+	wStmts, rStmts *statements
 }
 
 var (
@@ -88,7 +90,8 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
 	}
 	r.SetMaxOpenConns(opt.Readers)
-	s := &Store{w: w, r: r, Core: sqlcore.New(db{w: w, r: r}, dialect, opt.Now)}
+	s := &Store{w: w, r: r}
+	s.Core = sqlcore.New(s.db(), dialect, opt.Now)
 	if err := migrate(ctx, w, path); err != nil {
 		s.Close()
 		return nil, err
@@ -96,9 +99,16 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	return s, nil
 }
 
+// db is the store's sqlcore.DB: its pools, each with its prepared
+// statements.
+func (s *Store) db() db {
+	s.wStmts, s.rStmts = newStatements(s.w), newStatements(s.r)
+	return db{w: s.w, r: s.r, wStmts: s.wStmts, rStmts: s.rStmts}
+}
+
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.rStmts.close(), s.wStmts.close(), s.r.Close(), s.w.Close())
 }
 
 // checkHeader refuses a file that exists, is not empty and is not SQLite,
@@ -196,10 +206,6 @@ func migrateOne(ctx context.Context, w *sql.DB, target int) (done bool, err erro
 	return false, tx.Commit()
 }
 
-func newCore(w *sql.DB, now func() time.Time) *sqlcore.Core {
-	return sqlcore.New(db{w: w, r: w}, dialect, now)
-}
-
 var dialect = sqlcore.Dialect{
 	Now:        "", // the host's clock
 	Lock:       "", // write transactions are serial
@@ -216,44 +222,148 @@ var dialect = sqlcore.Dialect{
 }
 
 // db adapts database/sql to sqlcore.
-type db struct{ w, r *sql.DB }
+type db struct {
+	w, r           *sql.DB
+	wStmts, rStmts *statements
+}
 
 func (d db) Begin(ctx context.Context, write bool) (sqlcore.Tx, error) {
-	pool := d.r
+	pool, stmts := d.r, d.rStmts
 	if write {
-		pool = d.w
+		pool, stmts = d.w, d.wStmts
 	}
 	t, err := pool.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return tx{t}, nil
+	return &tx{t: t, stmts: stmts}, nil
 }
 
-type tx struct{ t *sql.Tx }
+// tx runs sqlcore's queries in one transaction, each as a statement its
+// pool prepared, or as text the first time it is met (see statements).
+type tx struct {
+	t      *sql.Tx
+	stmts  *statements
+	missed []string // queries run as text, to prepare once the transaction ends
+}
 
 // rebind turns sqlcore's $N placeholders into SQLite's ?N.
 func rebind(q string) string { return strings.ReplaceAll(q, "$", "?") }
 
-func (t tx) Exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.t.ExecContext(ctx, rebind(q), args...)
+// stmt returns q's prepared statement within the transaction, or nil
+// when q is not prepared yet (and notes it to be).
+func (t *tx) stmt(ctx context.Context, q string) *sql.Stmt {
+	if st := t.stmts.lookup(q); st != nil {
+		return t.t.StmtContext(ctx, st)
+	}
+	t.missed = append(t.missed, q)
+	return nil
+}
+
+func (t *tx) Exec(ctx context.Context, q string, args ...any) error {
+	q = rebind(q)
+	var err error
+	if st := t.stmt(ctx, q); st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = t.t.ExecContext(ctx, q, args...)
+	}
 	return err
 }
 
-func (t tx) QueryRow(ctx context.Context, q string, args ...any) sqlcore.Row {
-	return t.t.QueryRowContext(ctx, rebind(q), args...)
+func (t *tx) QueryRow(ctx context.Context, q string, args ...any) sqlcore.Row {
+	q = rebind(q)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.t.QueryRowContext(ctx, q, args...)
 }
 
-func (t tx) Query(ctx context.Context, q string, args ...any) (sqlcore.Rows, error) {
-	rs, err := t.t.QueryContext(ctx, rebind(q), args...)
+func (t *tx) Query(ctx context.Context, q string, args ...any) (sqlcore.Rows, error) {
+	q = rebind(q)
+	var rs *sql.Rows
+	var err error
+	if st := t.stmt(ctx, q); st != nil {
+		rs, err = st.QueryContext(ctx, args...)
+	} else {
+		rs, err = t.t.QueryContext(ctx, q, args...)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return rows{rs}, nil
 }
 
-func (t tx) Commit(context.Context) error   { return t.t.Commit() }
-func (t tx) Rollback(context.Context) error { return t.t.Rollback() }
+func (t *tx) Commit(context.Context) error {
+	err := t.t.Commit()
+	t.stmts.prepare(t.missed)
+	return err
+}
+
+func (t *tx) Rollback(context.Context) error {
+	err := t.t.Rollback()
+	t.stmts.prepare(t.missed)
+	return err
+}
+
+// statements are the queries a pool has prepared, by text: SQLite would
+// otherwise parse every statement of every transaction again (about a
+// third of courier serve's CPU on SQLite). sqlcore's queries are a fixed
+// set of constants, so the map holds a few dozen. A query met for the
+// first time runs as text and is prepared when its transaction has
+// ended: preparing on the pool within the transaction would wait for the
+// transaction's own connection (the writer pool has one).
+type statements struct {
+	pool *sql.DB
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
+}
+
+func newStatements(pool *sql.DB) *statements {
+	return &statements{pool: pool, m: map[string]*sql.Stmt{}}
+}
+
+// lookup returns q's prepared statement, or nil.
+func (s *statements) lookup(q string) *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[q]
+}
+
+// prepare prepares the queries of qs not prepared yet. One that fails to
+// prepare (the pool closed, say) is left as text, to be tried again the
+// next time it runs.
+func (s *statements) prepare(qs []string) {
+	for _, q := range qs {
+		if s.lookup(q) != nil {
+			continue
+		}
+		st, err := s.pool.Prepare(q)
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if s.m[q] == nil {
+			s.m[q], st = st, nil
+		}
+		s.mu.Unlock()
+		if st != nil {
+			st.Close() // another transaction prepared it meanwhile
+		}
+	}
+}
+
+// close closes every prepared statement.
+func (s *statements) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for q, st := range s.m {
+		errs = append(errs, st.Close())
+		delete(s.m, q)
+	}
+	return errors.Join(errs...)
+}
 
 type rows struct{ *sql.Rows }
 

@@ -7,6 +7,7 @@ package sqlitestore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,5 +127,55 @@ func TestPingClosed(t *testing.T) {
 	s.Close()
 	if err := s.Ping(t.Context()); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Ping after Close: %v, want %v", err, store.ErrUnavailable)
+	}
+}
+
+// TestStatementsPreparedOnce: a workload prepares each query it runs
+// once; running it again prepares nothing more, so the cache holds
+// sqlcore's fixed set of queries and no more.
+func TestStatementsPreparedOnce(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "c.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	work := func(round int) {
+		for i := range 3 {
+			id := fmt.Sprintf("r%d-e%d", round, i)
+			if _, _, err := s.Enqueue(ctx, "s", id, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := s.Acquire(ctx, "s", "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := s.Pending(ctx, l, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, state := range []machine.State{machine.Pending, machine.Delivered} {
+			ups := make([]store.Update, len(recs))
+			for i, r := range recs {
+				r.Attempts, r.State = 1, state // the attempt, then its success
+				ups[i] = store.UpdateOf(r)
+			}
+			if err := s.Save(ctx, l, ups); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work(1)
+	w, r := len(s.wStmts.m), len(s.rStmts.m)
+	if w == 0 {
+		t.Fatal("no write statement was prepared")
+	}
+	work(2)
+	if len(s.wStmts.m) != w || len(s.rStmts.m) != r {
+		t.Errorf("a second round prepared more: %d+%d statements, then %d+%d", w, r, len(s.wStmts.m), len(s.rStmts.m))
 	}
 }
