@@ -102,6 +102,10 @@ func run(o options) error {
 		}
 	}()
 
+	xactsBefore, err := transactions(ctx, o)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := publish(ctx, o, api); err != nil {
 		return err
@@ -115,6 +119,16 @@ func run(o options) error {
 	elapsed := time.Since(start)
 	cpu := stop()
 	stopped = true
+	time.Sleep(1100 * time.Millisecond) // PostgreSQL flushes its counters at most once a second
+	xacts, err := transactions(ctx, o)
+	if err != nil {
+		return err
+	}
+	if o.postgres != "" {
+		// Counted over the whole database, shutdown included: give it
+		// a database of its own for a clean figure.
+		fmt.Printf("servebench: %.2f PostgreSQL transactions per event (%d in all)\n", float64(xacts-xactsBefore)/float64(o.events), xacts-xactsBefore)
+	}
 	fmt.Printf("servebench: %d events over %d streams (%s, workers %s): published in %.2fs, all applied in %.2fs: %.0f events/s end to end; courier used %.0f ms of CPU per 1000 events\n",
 		o.events, o.streams, storeName(o), workersName(o), published.Seconds(), elapsed.Seconds(), float64(o.events)/elapsed.Seconds(),
 		1000*cpu.Seconds()*1000/float64(o.events))
@@ -187,6 +201,27 @@ func storeConfig(ctx context.Context, o options, dir string) (string, func(), er
 		}
 	}
 	return fmt.Sprintf("postgres = %q\npostgres_schema = %q\n", o.postgres, schema), drop, nil
+}
+
+// transactions is how many transactions the PostgreSQL database has
+// committed or rolled back so far (pg_stat_database); 0 on SQLite.
+func transactions(ctx context.Context, o options) (int64, error) {
+	if o.postgres == "" {
+		return 0, nil
+	}
+	c, err := pgx.Connect(ctx, o.postgres)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(ctx)
+	// The statistics are sent at each transaction's end, but read from a
+	// snapshot: clear it so the figure is current.
+	if _, err := c.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+		return 0, err
+	}
+	var n int64
+	err = c.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+	return n, err
 }
 
 // startServe writes the config and starts the binary; it returns the
