@@ -72,6 +72,7 @@ type Service struct {
 	tel    *telemetry
 	sem    chan struct{}
 	shards []*shard
+	pubs   publishBatches
 
 	mu      sync.Mutex
 	owners  map[string]int // the shard holding each stream's lease, as its worker last told
@@ -131,7 +132,8 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, tel: tel, sem: make(chan struct{}, cfg.MaxInFlight), owners: map[string]int{}}
+	s := &Service{cfg: cfg, tel: tel, sem: make(chan struct{}, cfg.MaxInFlight), owners: map[string]int{},
+		pubs: publishBatches{st: cfg.Worker.Store, timeout: cfg.StoreTimeout}}
 	for k := range cfg.Workers {
 		w, err := worker.New(s.workerConfig(k))
 		if err != nil {
@@ -216,7 +218,8 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 			return Receipt{}, err
 		}
 	}
-	rec, created, err := s.cfg.Worker.Store.Enqueue(ctx, stream, id, payload)
+	out := s.pubs.enqueue(ctx, store.NewEvent{Stream: stream, ID: id, Payload: payload})
+	rec, created, err := out.Record, out.Created, out.Err
 	if err != nil {
 		s.tel.storeFailed(ctx, "Enqueue", err)
 		err = fmt.Errorf("courier: publish %q on stream %q: %w", id, stream, err)

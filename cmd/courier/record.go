@@ -131,9 +131,29 @@ func (s recordingStore) Enqueue(ctx context.Context, stream, id string, payload 
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
 	r, created, err := s.Store.Enqueue(ctx, stream, id, payload)
-	if err != nil {
-		return r, created, err
+	if err == nil {
+		s.logEnqueued(r, created)
 	}
+	return r, created, err
+}
+
+// EnqueueBatch implements store.BatchEnqueuer as the store below does
+// (store.EnqueueEach), and logs each event it enqueued as Enqueue does.
+func (s recordingStore) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]store.Enqueued, error) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	out := store.EnqueueEach(ctx, s.Store, events)
+	for _, o := range out {
+		if o.Err == nil {
+			s.logEnqueued(o.Record, o.Created)
+		}
+	}
+	return out, nil
+}
+
+// logEnqueued logs an enqueued record and its acknowledgement; the log's
+// lock is held.
+func (s recordingStore) logEnqueued(r store.Record, created bool) {
 	// Only a new record is a persist: a resend changes nothing. (Its
 	// record, read here, may be older than a write another process made
 	// and logged first, so logging it would show history going backwards
@@ -149,7 +169,6 @@ func (s recordingStore) Enqueue(ctx context.Context, stream, id string, payload 
 		s.rec.addLocked(invariants.Entry{At: r.AcceptedAt, Kind: invariants.Persisted, Worker: "store", ID: r.ID, Seq: r.Seq, Record: r.Machine()})
 	}
 	s.rec.addLocked(invariants.Entry{Kind: invariants.Acked, ID: r.ID, Seq: r.Seq})
-	return r, created, nil
 }
 
 func (s recordingStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {

@@ -44,6 +44,8 @@ var checks = []check{
 	{"enqueue-seq-per-stream", enqueueSeqPerStream},
 	{"enqueue-id-unique-across-streams", enqueueUniqueAcrossStreams},
 	{"enqueue-bad-arguments", enqueueBadArguments},
+	{"enqueue-batch-outcomes", enqueueBatchOutcomes},
+	{"enqueue-batch-cancelled", enqueueBatchCancelled},
 	{"records-are-copies", recordsAreCopies},
 	{"names-are-text", namesAreText},
 	{"payloads-byte-exact", payloadsByteExact},
