@@ -1,0 +1,153 @@
+// This file proves worker behaviour the scenario tests leave implicit:
+// config errors name the bound they computed, an IdleRelease given is kept
+// (not replaced by the Poll default), a rebuild reads every page of a
+// stream, a worker claims only what it has room for and does not ask the
+// store when it is full, a receiver's Retry-After hint postpones the
+// retry of a failed attempt, and a policy that fails validation is
+// reported as the policy's fault and its lease given back cleanly.
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/store/memstore"
+	"github.com/courierlab/courier/worker"
+)
+
+func TestConfigErrorsNameTheComputedBound(t *testing.T) {
+	base := worker.Config{Owner: "w", Store: memstore.New(time.Now), Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 1, LeaseTTL: ttl, Poll: time.Second}
+	cases := []struct {
+		edit func(*worker.Config)
+		want string
+	}{
+		{func(c *worker.Config) { c.RenewEvery = ttl }, "LeaseTTL/2 = 15s"},
+		{func(c *worker.Config) { c.ClockMargin = ttl }, "LeaseTTL-RenewEvery = 20s"}, // RenewEvery defaults to ttl/3
+	}
+	for _, c := range cases {
+		cfg := base
+		c.edit(&cfg)
+		if _, err := worker.New(cfg); !errors.Is(err, worker.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want ErrInvalidConfig saying %q", err, c.want)
+		}
+	}
+}
+
+func TestIdleReleaseGivenIsKept(t *testing.T) {
+	// With IdleRelease ten Polls, an idle stream is still held after five
+	// Polls; the Poll default would have given it back.
+	e := newEnv(t, func(c *worker.Config) { c.IdleRelease = 10 * time.Second })
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.deliver(x.Reply(delivered()))
+	idleFrom := e.now()
+	for e.now().Before(idleFrom.Add(5 * time.Second)) {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+	}
+	if !e.w.Owns("s") {
+		t.Fatalf("the stream was given back after %v idle; IdleRelease is 10s", e.now().Sub(idleFrom))
+	}
+	for i := 0; i < 20 && e.w.Owns("s"); i++ {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+	}
+	if e.w.Owns("s") {
+		t.Fatalf("the stream is still held %v after it went idle", e.now().Sub(idleFrom))
+	}
+}
+
+func TestRebuildReadsEveryPage(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.PageSize = 2 })
+	for _, id := range []string{"e1", "e2", "e3", "e4", "e5"} {
+		e.enqueue("s", id)
+	}
+	e.advance()
+	st := e.w.Streams()
+	if len(st) != 1 || st[0].Queued != 5 {
+		t.Fatalf("after the rebuild with PageSize 2: %+v, want one stream with 5 queued", st)
+	}
+}
+
+// claimCounter counts ClaimDue calls and the most it was asked for.
+type claimCounter struct {
+	*memstore.Store
+	calls, maxAsked int
+}
+
+func (c *claimCounter) ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]store.Lease, error) {
+	c.calls++
+	c.maxAsked = max
+	return c.Store.ClaimDue(ctx, owner, ttl, max)
+}
+
+func TestClaimsOnlyTheRoomLeft(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.MaxStreams = 3 })
+	cc := &claimCounter{Store: e.mem}
+	w, err := worker.New(worker.Config{Owner: "w2", Store: cc, Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 3, LeaseTTL: ttl, Poll: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue("a", "a1")
+	w.Advance(e.ctx, e.now())
+	for _, s := range []string{"b", "c", "d", "f"} {
+		e.enqueue(s, s+"1")
+	}
+	e.clock.Advance(w.Next().Sub(e.now()))
+	w.Advance(e.ctx, e.now())
+	if w.Owned() != 3 || cc.maxAsked != 2 {
+		t.Fatalf("owns %d streams, last asked the store for %d; want 3 owned after asking for the 2 left", w.Owned(), cc.maxAsked)
+	}
+	// Full: later polls do not ask the store for streams at all.
+	calls := cc.calls
+	for i := 0; i < 3; i++ {
+		e.clock.Advance(time.Second)
+		w.Advance(e.ctx, e.now())
+	}
+	if cc.calls != calls {
+		t.Errorf("a full worker called ClaimDue %d more times", cc.calls-calls)
+	}
+}
+
+func TestRetryAfterHintPostponesTheRetry(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	failedAt := e.now()
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503, RetryAfter: 40 * time.Second}))
+	oneSend(t, e.nextSends(), "e1", 2)
+	if waited := e.now().Sub(failedAt); waited < 40*time.Second {
+		t.Errorf("the retry went out %v after a failure that asked for 40s", waited)
+	}
+}
+
+func TestInvalidPolicyIsThePolicysFault(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) { return machine.Config{}, nil } // zero Ordering: invalid
+	})
+	e.enqueue("bad", "b1")
+	e.advance()
+	var faults []string
+	for _, ev := range e.events {
+		if ev.Kind == worker.Faulted {
+			faults = append(faults, ev.Err.Error())
+		}
+	}
+	if len(faults) != 1 || !strings.Contains(faults[0], `policy for stream "bad"`) {
+		t.Errorf("faults %q, want one naming the policy for stream \"bad\"", faults)
+	}
+	if n := e.count(worker.StoreFailed); n != 0 {
+		t.Errorf("%d store failures reported for a release that succeeded", n)
+	}
+	if _, err := e.mem.Acquire(e.ctx, "bad", "other", ttl); err != nil {
+		t.Errorf("the stream was not given back: %v", err)
+	}
+}
