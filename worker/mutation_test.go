@@ -151,3 +151,130 @@ func TestInvalidPolicyIsThePolicysFault(t *testing.T) {
 		t.Errorf("the stream was not given back: %v", err)
 	}
 }
+
+// purgeCounter counts DeleteSettled calls.
+type purgeCounter struct {
+	*memstore.Store
+	calls int
+}
+
+func (p *purgeCounter) DeleteSettled(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	p.calls++
+	return p.Store.DeleteSettled(ctx, retention, limit)
+}
+
+func TestRetentionEveryPacesThePurge(t *testing.T) {
+	e := newEnv(t, nil)
+	pc := &purgeCounter{Store: e.mem}
+	w, err := worker.New(worker.Config{Owner: "w2", Store: pc, Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 1, LeaseTTL: ttl, Poll: time.Second, Retention: time.Hour, RetentionEvery: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An hour with nothing to delete: one purge per RetentionEvery (the
+	// first at the first reading), not one per Poll nor per minute.
+	for until := e.now().Add(time.Hour); e.now().Before(until); {
+		w.Advance(e.ctx, e.now())
+		e.clock.Advance(max(time.Millisecond, w.Next().Sub(e.now())))
+	}
+	if pc.calls < 6 || pc.calls > 7 {
+		t.Errorf("DeleteSettled called %d times in an hour with RetentionEvery 10m, want 6 or 7", pc.calls)
+	}
+}
+
+func TestFullPurgePageComesBackAtTheNextPoll(t *testing.T) {
+	// Five settled records, pages of two: a full page means more are due,
+	// so the purge comes back a Poll later, and all five are gone within a
+	// few Polls, long before the next RetentionEvery.
+	e := newEnv(t, func(c *worker.Config) {
+		c.Retention = time.Hour
+		c.RetentionEvery = 10 * time.Minute
+		c.PageSize = 2
+	})
+	ids := []string{"e1", "e2", "e3", "e4", "e5"}
+	for _, id := range ids {
+		e.enqueue("s", id)
+	}
+	fx := e.advance()
+	for len(fx.Sends) > 0 {
+		e.clock.Advance(time.Millisecond)
+		fx = e.deliver(fx.Sends[0].Reply(delivered()))
+	}
+	e.clock.Advance(time.Hour + time.Second) // all five past the retention
+	for until := e.now().Add(10 * time.Second); e.now().Before(until); {
+		e.advance()
+		e.clock.Advance(max(time.Millisecond, e.w.Next().Sub(e.now())))
+	}
+	for _, id := range ids {
+		if _, err := e.mem.Get(e.ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s still there 10s after its purge began: %v", id, err)
+		}
+	}
+}
+
+// pendingFault fails the next Pending call when armed.
+type pendingFault struct {
+	*memstore.Store
+	fail bool
+}
+
+func (p *pendingFault) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
+	if p.fail {
+		p.fail = false
+		return nil, errors.New("pending: connection reset")
+	}
+	return p.Store.Pending(ctx, l, after, limit)
+}
+
+func TestFailedAdoptionReadDoesNotHoldBackADueRetry(t *testing.T) {
+	e := newEnv(t, nil)
+	pf := &pendingFault{Store: e.mem}
+	w, err := worker.New(worker.Config{Owner: "w2", Store: pf, Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 1, LeaseTTL: ttl, Poll: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue("s", "e1")
+	x := oneSend(t, w.Advance(e.ctx, e.now()), "e1", 1)
+	// Failed at once: the retry (BaseBackoff 1s, no jitter) falls due on
+	// the same instant as the next adoption poll.
+	w.Deliver(e.ctx, e.now(), x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 500}))
+	e.clock.Advance(time.Second)
+	pf.fail = true
+	fx := w.Advance(e.ctx, e.now())
+	if pf.fail {
+		t.Fatal("the adoption read was not tried at this instant; the test's timing is off")
+	}
+	oneSend(t, fx, "e1", 2)
+}
+
+func TestNothingToPersistWritesNothing(t *testing.T) {
+	// A whole life of a stream, with a failure, a retry, a late duplicate
+	// reply and an idle stretch: every Save carries updates, and every
+	// Persisted event names the records it wrote.
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 500}))
+	x2 := oneSend(t, e.nextSends(), "e1", 2)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 500})) // late reply to attempt 1
+	x3 := oneSend(t, e.deliver(x2.Reply(delivered())), "e2", 1)
+	e.deliver(x3.Reply(delivered()))
+	for i := 0; i < 10 && e.w.Owns("s"); i++ {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+	}
+	persisted := 0
+	for _, ev := range e.events {
+		if ev.Kind == worker.Persisted {
+			persisted++
+			if len(ev.Records) == 0 {
+				t.Errorf("a Persisted event with no records: %+v", ev)
+			}
+		}
+	}
+	if saves := e.st.calls["Save"]; saves != persisted {
+		t.Errorf("%d Saves for %d Persisted events: a Save wrote nothing", saves, persisted)
+	}
+}
