@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,35 @@ func TestRetryAfterIsCappedAtAWeek(t *testing.T) {
 		if got, ok := ParseRetryAfter(c.in, now); !ok || got != c.want {
 			t.Errorf("ParseRetryAfter(%q) = %s, %v; want %s, true", c.in, got, ok, c.want)
 		}
+	}
+}
+
+func TestRedirectRangeEdgesNameTheTarget(t *testing.T) {
+	// 300 and 399 are the ends of the 3xx range: both are redirects whose
+	// target the operator is told; 299 and 400 are not.
+	s := statusServer(t)
+	checkStatus(t, s, nil, 300, machine.OutcomeFailed, "HTTP 300: redirect not followed, to https://elsewhere.example/hooks")
+	checkStatus(t, s, nil, 399, machine.OutcomeFailed, "HTTP 399: redirect not followed, to https://elsewhere.example/hooks")
+	for _, code := range []int{299, 400} {
+		ch := newChannel(t, Config{Endpoint: s.URL + "/hooks?code=" + strconv.Itoa(code)})
+		if got := ch.Send(context.Background(), attempt(1)); strings.Contains(got.Detail, "redirect") {
+			t.Errorf("HTTP %d: detail %q speaks of a redirect", code, got.Detail)
+		}
+	}
+}
+
+func TestTLSMinVersionFloorIsTLS12(t *testing.T) {
+	base := Config{Endpoint: "https://example.com/hooks", Secrets: []string{secret}, Logger: quiet}
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		cfg := base
+		cfg.TLS = &tls.Config{MinVersion: v}
+		if _, err := New(cfg); err != nil {
+			t.Errorf("TLS.MinVersion %s: %v", tls.VersionName(v), err)
+		}
+	}
+	cfg := base
+	cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS11}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "TLS.MinVersion") {
+		t.Errorf("TLS.MinVersion TLS 1.1: %v, want an error naming TLS.MinVersion", err)
 	}
 }

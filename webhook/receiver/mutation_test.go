@@ -196,3 +196,22 @@ func TestSQLPrunesExpiredIDsOncePerMinute(t *testing.T) {
 		})
 	}
 }
+
+func TestBodyWithAPlausibleContentLengthIsReadWithoutRegrowing(t *testing.T) {
+	// readBody's doc: a body whose Content-Length is positive and within
+	// the limit is read into one buffer sized for it. The largest such
+	// body, exactly the limit, must take no more than that buffer, the
+	// bytes.Buffer holding it and the test's own bytes.Reader; reading it
+	// with io.ReadAll would regrow a dozen times.
+	const limit = 1 << 20
+	body := bytes.Repeat([]byte("b"), limit)
+	allocs := testing.AllocsPerRun(5, func() {
+		got, err := readBody(bytes.NewReader(body), limit, limit)
+		if err != nil || len(got) != limit {
+			t.Fatalf("readBody: %d bytes, %v", len(got), err)
+		}
+	})
+	if allocs > 3 {
+		t.Errorf("reading a %d-byte body with that Content-Length took %.0f allocations, want at most 3", limit, allocs)
+	}
+}
