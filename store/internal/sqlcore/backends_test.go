@@ -14,6 +14,7 @@ package sqlcore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -87,4 +88,52 @@ func TestConformanceOnSQLite(t *testing.T) {
 func TestConformanceOnPostgres(t *testing.T) {
 	postgres(t)
 	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Store { return openPostgres(t, now) })
+}
+
+// TestClockWithoutNow: a store opened without Options.Now reads a clock
+// of its own (the host's for SQLite, the database's for PostgreSQL; both
+// run on this machine here), so a lease taken for an hour expires an hour
+// from the real now, give or take the call.
+func TestClockWithoutNow(t *testing.T) {
+	backends := []struct {
+		name string
+		open func(t *testing.T) store.Store
+	}{
+		{"sqlite", func(t *testing.T) store.Store { return openSQLite(t, nil) }},
+		{"postgres", func(t *testing.T) store.Store { return openPostgres(t, nil) }},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t)
+			const ttl = time.Hour
+			before := time.Now()
+			l, err := s.Acquire(t.Context(), "s", "w", ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now()
+			const slack = time.Second // clock reading and microsecond rounding
+			if l.Expires.Before(before.Add(ttl-slack)) || l.Expires.After(after.Add(ttl+slack)) {
+				t.Errorf("lease expires %v, want within a second of %v..%v", l.Expires, before.Add(ttl), after.Add(ttl))
+			}
+		})
+	}
+}
+
+// TestClaimDueTakesMaxOne: max 1 is the smallest claim, not a misuse.
+func TestClaimDueTakesMaxOne(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := openSQLite(t, clock.Now)
+	for _, stream := range []string{"a", "b"} {
+		if _, _, err := s.Enqueue(t.Context(), stream, stream+"1", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leases, err := s.ClaimDue(t.Context(), "w", time.Minute, 1)
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("ClaimDue(max 1) = %d leases, %v; want 1", len(leases), err)
+	}
+	if _, err := s.ClaimDue(t.Context(), "w", time.Minute, 0); !errors.Is(err, store.ErrBadArgument) {
+		t.Errorf("ClaimDue(max 0) = %v, want ErrBadArgument", err)
+	}
 }
