@@ -278,3 +278,87 @@ func TestNothingToPersistWritesNothing(t *testing.T) {
 		t.Errorf("%d Saves for %d Persisted events: a Save wrote nothing", saves, persisted)
 	}
 }
+
+func TestConfigEdges(t *testing.T) {
+	// Each bound at its edge: the last value allowed passes, the first
+	// refused one is refused with the error naming that field as its
+	// subject (not merely mentioning it in another field's bound).
+	base := worker.Config{Owner: "w", Store: memstore.New(time.Now), Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 1, LeaseTTL: ttl, Poll: time.Second}
+	ok := []struct {
+		name string
+		edit func(*worker.Config)
+	}{
+		{"RenewEvery = LeaseTTL/2", func(c *worker.Config) { c.RenewEvery = ttl / 2 }},
+		{"ClockMargin just below LeaseTTL-RenewEvery", func(c *worker.Config) { c.RenewEvery = ttl / 2; c.ClockMargin = ttl/2 - 1 }},
+		{"PageSize 1", func(c *worker.Config) { c.PageSize = 1 }},
+		{"Poll 3ns (its RetryAfterFailure default, Poll/4, is 0)", func(c *worker.Config) { c.Poll = 3 }},
+	}
+	for _, c := range ok {
+		cfg := base
+		c.edit(&cfg)
+		if _, err := worker.New(cfg); err != nil {
+			t.Errorf("%s: refused: %v", c.name, err)
+		}
+	}
+	bad := []struct {
+		field string
+		edit  func(*worker.Config)
+	}{
+		{"LeaseTTL", func(c *worker.Config) { c.LeaseTTL = 0 }},
+		{"RenewEvery", func(c *worker.Config) { c.RenewEvery = ttl/2 + 1 }},
+		{"ClockMargin", func(c *worker.Config) { c.RenewEvery = ttl / 2; c.ClockMargin = ttl / 2 }},
+		{"Poll", func(c *worker.Config) { c.Poll = 0 }},
+		{"PageSize", func(c *worker.Config) { c.PageSize = -1 }}, // 0 means the default
+	}
+	for _, c := range bad {
+		cfg := base
+		c.edit(&cfg)
+		_, err := worker.New(cfg)
+		if !errors.Is(err, worker.ErrInvalidConfig) || !strings.Contains(err.Error(), ": "+c.field+" is") {
+			t.Errorf("%s at its edge: %v, want ErrInvalidConfig about %s", c.field, err, c.field)
+		}
+	}
+}
+
+func TestKindStringEdges(t *testing.T) {
+	if got := worker.LeaseGranted.String(); got != "lease-granted" {
+		t.Errorf("LeaseGranted.String() = %q", got)
+	}
+	if got := worker.Adopted.String(); got != "adopted" {
+		t.Errorf("Adopted.String() = %q", got)
+	}
+	for _, k := range []worker.Kind{0, worker.Adopted + 1} {
+		if got := k.String(); got != "Kind(?)" {
+			t.Errorf("Kind(%d).String() = %q, want Kind(?)", k, got)
+		}
+	}
+}
+
+func TestIdleClockStartsAtTheFirstAdvanceAfterTheQueueEmpties(t *testing.T) {
+	// The last event is delivered between two polls, and the driver
+	// calls Advance soon after, before anything timed is due: the idle
+	// clock starts at that Advance, not at the next poll, and the stream
+	// is given back IdleRelease later.
+	e := newEnv(t, func(c *worker.Config) { c.IdleRelease = 2 * time.Second })
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(300 * time.Millisecond)
+	e.deliver(x.Reply(delivered()))
+	e.clock.Advance(200 * time.Millisecond)
+	emptied := e.now()
+	e.advance()
+	for i := 0; i < 20 && e.w.Owns("s"); i++ {
+		e.clock.Advance(max(0, e.w.Next().Sub(e.now())))
+		e.advance()
+	}
+	var releasedAt time.Time
+	for _, ev := range e.events {
+		if ev.Kind == worker.LeaseReleased {
+			releasedAt = ev.At
+		}
+	}
+	if want := emptied.Add(2 * time.Second); !releasedAt.Equal(want) {
+		t.Errorf("released at %v, want %v (IdleRelease after the first Advance with the queue empty)", releasedAt, want)
+	}
+}
