@@ -293,6 +293,7 @@ func TestConfigEdges(t *testing.T) {
 		{"ClockMargin just below LeaseTTL-RenewEvery", func(c *worker.Config) { c.RenewEvery = ttl / 2; c.ClockMargin = ttl/2 - 1 }},
 		{"PageSize 1", func(c *worker.Config) { c.PageSize = 1 }},
 		{"Poll 3ns (its RetryAfterFailure default, Poll/4, is 0)", func(c *worker.Config) { c.Poll = 3 }},
+		{"LeaseTTL 2ns (its RenewEvery and ClockMargin defaults are 0)", func(c *worker.Config) { c.LeaseTTL = 2 }},
 	}
 	for _, c := range ok {
 		cfg := base
