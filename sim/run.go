@@ -235,6 +235,7 @@ func (s *sim) initStreams() {
 		r := &s.runs[i]
 		r.Policy = w.Policy
 		r.ReceiverFences = w.Receiver.Fence
+		r.ReceiverVerdicts = true // arrive logs each delivery's verdict
 		if w.FaultsEnd > 0 {
 			r.HealedAt = Epoch.Add(w.FaultsEnd)
 		}
