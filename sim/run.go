@@ -112,6 +112,7 @@ type sim struct {
 	cfg   Cluster // the workers: World.Cluster, or the single sender's
 	store Store   // the store the workers share
 	recv  *receiver
+	http  *httpParts // the real channel and receiver kit (World.HTTP), or nil
 
 	nodes  []*node
 	pauses []Pause // pauses not yet begun, by At
@@ -193,6 +194,9 @@ func newSim(w World, seed uint64, opt Options) (*sim, error) {
 	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	s.initStreams()
 	s.initNodes()
+	if w.HTTP.On {
+		s.http = newHTTP(s)
+	}
 	// The checkers start once the runs have their bounds: initNodes sets
 	// the cluster's slack, skew and stall.
 	for i := range s.runs {
