@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -41,6 +42,14 @@ const (
 	// after it; rejected after the channel refused it, or for a payload
 	// over MaxPayloadBytes.
 	DeadDeserved = "dead-deserved"
+	// ChannelTrue (judged with Run.ReceiverVerdicts): the channel tells
+	// the sender what the receiver said, and the receiver hears the
+	// sender: an attempt answered refused was refused by the receiver (a
+	// delivery of the event Discarded as fenced), and no delivery fails
+	// the receiver's signature check. A channel that takes a retryable
+	// answer for a refusal, or signs what the receiver cannot verify,
+	// breaks it.
+	ChannelTrue = "channel-true"
 	// Liveness: every event is delivered or dead by its deadline: MaxAge
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
 	// the faults healed (or after its acceptance, if later).
@@ -48,7 +57,7 @@ const (
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, Liveness}, PolicyNames...)
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -78,6 +87,7 @@ type event struct {
 type eventView struct {
 	pos       int       // position in acceptance order (checker.order)
 	refused   bool      // the channel refused an attempt of it
+	fenced    bool      // the receiver refused a delivery of it for good
 	rewritten bool      // its identity changed (reported once)
 	doneAt    time.Time // when it was first persisted terminal
 	sends     int
@@ -333,7 +343,22 @@ func (k *Checker) judge(e *Entry) {
 		c.discarded(e, at)
 	case Deleted:
 		c.deleted(e, at)
-	} // Discarded: nothing to judge
+	case Discarded:
+		if c.run.ReceiverVerdicts {
+			c.receiverDiscarded(e, k.event(e.ID))
+		}
+	}
+}
+
+// receiverDiscarded notes the receiver's final refusal of event ev, and
+// judges a delivery it could not verify.
+func (c *checker) receiverDiscarded(e *Entry, ev int) {
+	switch {
+	case e.Detail == DiscardFenced:
+		c.events[ev].fenced = true
+	case strings.HasPrefix(e.Detail, DiscardUnverified):
+		c.fail(ChannelTrue, e.ID, e.Step, "attempt %d did not verify at the receiver (%s)", e.Attempt, e.Detail)
+	}
 }
 
 // restarted gives the worker a fresh machine, which owes nothing to the
@@ -377,7 +402,11 @@ func (c *checker) appliedBy(e *Entry, at ref) {
 // replied lands the attempt a reply answers.
 func (c *checker) replied(e *Entry, at ref) {
 	if e.Detail == machine.OutcomeRefused.String() {
-		c.events[at.ev].refused = true
+		v := &c.events[at.ev]
+		if c.run.ReceiverVerdicts && !v.fenced {
+			c.fail(ChannelTrue, e.ID, e.Step, "attempt %d answered refused, but the receiver never refused the event", e.Attempt)
+		}
+		v.refused = true
 	}
 	c.worker(at.wk).land(at.ev, e.Attempt)
 }

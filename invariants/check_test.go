@@ -657,6 +657,67 @@ func TestDeadDeserved(t *testing.T) {
 	})
 }
 
+// TestChannelTrue (channel-true): with the receiver's verdicts in the log,
+// a refusal the receiver never made and a delivery that did not verify
+// are reported; a refusal that follows the receiver's is not, and without
+// ReceiverVerdicts the channel is taken at its word.
+func TestChannelTrue(t *testing.T) {
+	verdicts := func(b *logb) { b.run.ReceiverVerdicts = true }
+	checkRows(t, []checkRow{
+		{
+			name:   "refused, but the receiver did not refuse",
+			reason: "a channel that reads a retryable answer as a refusal kills the event",
+			build: func(b *logb) []found {
+				verdicts(b)
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.die("e1", machine.Rejected) // the reply before it is the refusal
+				b.finish()
+				return []found{{invariants.ChannelTrue, "e1", s - 1}}
+			},
+		},
+		{
+			name:   "refused after the receiver fenced it",
+			reason: "the receiver's own refusal makes the channel's true",
+			build: func(b *logb) []found {
+				verdicts(b)
+				b.accept("e1")
+				b.attempt("e1")
+				b.discard("e1", invariants.DiscardFenced)
+				b.die("e1", machine.Rejected)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "a delivery that did not verify",
+			reason: "the sender signs what the receiver can verify",
+			build: func(b *logb) []found {
+				verdicts(b)
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.discard("e1", invariants.DiscardUnverified+": no signature matched")
+				b.reply("e1", machine.OutcomeFailed)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.ChannelTrue, "e1", s}}
+			},
+		},
+		{
+			name:   "without the receiver's verdicts",
+			reason: "a log of the sender's side alone takes the channel at its word",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.discard("e1", invariants.DiscardUnverified+": no signature matched")
+				b.die("e1", machine.Rejected)
+				b.finish()
+				return nil
+			},
+		},
+	})
+}
+
 // TestMonotonic (monotonic): terminal states never change, attempt counts
 // never fall, and an accepted record keeps its identity.
 func TestMonotonic(t *testing.T) {

@@ -21,8 +21,9 @@ const (
 	Probed
 	// Applied: the receiver applied ID; its effect took place.
 	Applied
-	// Discarded: the receiver got ID again and discarded it (Detail says
-	// why: "duplicate" or "fenced").
+	// Discarded: the receiver got ID and did not apply it (Detail says
+	// why: "duplicate", "fenced", or "unverified: ..." for a delivery
+	// whose signature the receiver could not verify).
 	Discarded
 	// CircuitChanged: the sender's circuit went to Circuit.
 	CircuitChanged
@@ -146,7 +147,24 @@ type Run struct {
 	// receiver applies in acceptance order (a dead event's late attempt
 	// could land out of order otherwise); sends are held to order always.
 	ReceiverFences bool
+	// ReceiverVerdicts is true when the log holds the receiver's own
+	// verdict on every delivery that reached it (Applied, or Discarded
+	// with its reason), as the simulator logs them. Then the channel's
+	// replies are not taken on trust: a refusal must follow the
+	// receiver's (a delivery Discarded as "fenced"), and every delivery
+	// must verify (see ChannelTrue). A recorder that sees only the
+	// sender's side leaves it false.
+	ReceiverVerdicts bool
 }
+
+// Details of a Discarded entry.
+const (
+	// DiscardFenced: the receiver refused the delivery for good (its
+	// stream has moved past its sequence).
+	DiscardFenced = "fenced"
+	// DiscardUnverified prefixes the reason a delivery did not verify.
+	DiscardUnverified = "unverified"
+)
 
 // Add appends an entry, numbering it.
 func (r *Run) Add(e Entry) {

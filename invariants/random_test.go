@@ -118,7 +118,8 @@ func (g *gen) step() {
 		g.add(Entry{Kind: []Kind{Offered, Acked, Refused}[rng.IntN(3)], ID: id, Seq: g.seq(id),
 			Detail: []string{"queue full", "store unavailable"}[rng.IntN(2)]})
 	case k < 13:
-		g.add(Entry{Kind: []Kind{Applied, Discarded}[rng.IntN(2)], ID: id})
+		g.add(Entry{Kind: []Kind{Applied, Discarded}[rng.IntN(2)], ID: id,
+			Detail: []string{"duplicate", DiscardFenced, DiscardUnverified + ": bad signature"}[rng.IntN(3)]})
 	case k < 15:
 		g.add(Entry{Kind: CircuitChanged, Circuit: machine.Circuit(rng.IntN(4))})
 	case k < 16:
@@ -204,6 +205,7 @@ func (g *gen) finish() {
 	rng := g.rng
 	g.run.Finished = rng.IntN(3) > 0
 	g.run.ReceiverFences = rng.IntN(2) == 0
+	g.run.ReceiverVerdicts = rng.IntN(2) == 0
 	g.run.Slack = time.Duration(rng.IntN(2)) * time.Second
 	g.run.Skew = time.Duration(rng.IntN(2)) * 100 * time.Millisecond
 	g.run.Stall = time.Duration(rng.IntN(2)) * 200 * time.Millisecond

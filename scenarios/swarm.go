@@ -16,15 +16,44 @@ import (
 // (no world is unsatisfiable by construction), and every fault ends by
 // FaultsEnd so the liveness phase can be judged.
 //
-// The world is drawn in two passes from two streams: the first ("swarm")
-// draws what the swarm drew before the store's own faults, the clock
-// steps and the operator existed, the second ("swarm-faults") those. A
-// seed's first pass is then what it always was, and a seed the second
-// pass gives nothing runs the world it ran before.
+// The world is drawn in three passes from three streams: the first
+// ("swarm") draws what the swarm drew before the store's own faults, the
+// clock steps and the operator existed, the second ("swarm-faults")
+// those, the third ("swarm-http") whether the sends go through the real
+// HTTP channel and receiver kit. A seed's earlier passes are then what
+// they always were, and a seed a later pass gives nothing runs the world
+// it ran before.
 func Swarm(seed uint64) sim.World {
 	w := swarmWorld(seed, swarmStream(seed, "swarm"))
 	drawFaults(swarmStream(seed, "swarm-faults"), &w)
+	drawHTTP(swarmStream(seed, "swarm-http"), &w)
 	return w
+}
+
+// HTTPShare is the share of swarm seeds whose sends go through the real
+// HTTP channel into the real receiver kit (sim.HTTP).
+const HTTPShare = 0.25
+
+// drawHTTP is Swarm's third pass: for HTTPShare of the seeds, the real
+// channel and receiver kit, the status that rejects a poison or stubborn
+// event (429, 500 or 503), how lost replies are lost (reset or hang), and
+// for half of those a secret rotation while the faults last.
+func drawHTTP(r *rand.Rand, w *sim.World) {
+	if r.Float64() >= HTTPShare {
+		return
+	}
+	dur := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	h := &w.HTTP
+	h.On = true
+	h.RejectStatus = []int{429, 500, 503}[r.IntN(3)]
+	h.ResetRate = r.Float64()
+	if r.IntN(2) == 0 {
+		add := dur(time.Millisecond, max(w.FaultsEnd, time.Millisecond))
+		sw := add + dur(100*time.Millisecond, 10*time.Second)
+		h.Rotation = sim.Rotation{Add: add, Switch: sw, Drop: sw + w.RotationHold() + dur(0, 10*time.Second)}
+	}
 }
 
 // swarmStream is the seed's random stream named name.

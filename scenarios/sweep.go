@@ -51,8 +51,9 @@ func RunWorld(seed uint64, w sim.World, opt sim.Options) (res SeedResult, full s
 	full, err := sim.Run(w, seed, opt)
 	if err != nil {
 		// Swarm draws only valid worlds, and a replay checks its world
-		// first: an invalid one here is a bug in Swarm.
-		panic(fmt.Sprintf("seed %d: invalid world: %v", seed, err))
+		// first: an invalid one here is a bug in Swarm (or a store that
+		// could not be made, which is the harness's).
+		panic(fmt.Sprintf("seed %d: %v", seed, err))
 	}
 	res.Stats, res.Hash, res.Violations = full.Stats, full.Hash, full.Violations
 	return res, full
@@ -87,6 +88,12 @@ func SweepWindow(parallel int) int { return 4 * parallel }
 // fans independent, single-threaded runs out over cores and shares
 // nothing between them but their results.
 func SweepEach(from uint64, n, parallel int, fn func(SeedResult)) (held int) {
+	return SweepEachWith(from, n, parallel, sim.Options{}, fn)
+}
+
+// SweepEachWith is SweepEach with every run's options: opt.Store runs
+// the seeds on another store, such as SQLite (package sim/sqlsim).
+func SweepEachWith(from uint64, n, parallel int, opt sim.Options, fn func(SeedResult)) (held int) {
 	if parallel <= 0 {
 		parallel = runtime.GOMAXPROCS(0)
 	}
@@ -101,7 +108,7 @@ func SweepEach(from uint64, n, parallel int, fn func(SeedResult)) (held int) {
 	for range min(parallel, max(n, 1)) {
 		wg.Go(func() {
 			for i := range jobs {
-				r, _ := RunSwarmSeed(from+uint64(i), sim.Options{})
+				r, _ := RunSwarmSeed(from+uint64(i), opt)
 				results <- slot{i, r}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/webhook/httpchannel"
 	"github.com/courierlab/courier/worker"
 )
 
@@ -33,17 +34,20 @@ func (s *sim) send(n *node, x worker.Send) {
 	f := &flight{n: n, x: x, event: s.eventIndex(x.ID), key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}}
 	s.sends[f.event]++ // the event's Sent entries (result)
 	attempt := x.Attempt.Attempt
+	if s.http != nil {
+		f.ch, f.sentAt = s.http.sender(), s.clock(n)
+	}
 	s.later(n, s.elapsed+c.ClientTimeout, func() { s.answer(f, machine.OutcomeTimedOut, 0, "client timeout") })
 	switch {
 	case s.inWindows(c.Outages):
 		s.note(nil, opOutage, str(x.ID), num(attempt))
 		s.coverSend(x, FaultOutage)
-		s.later(n, s.elapsed+c.LatencyMin, func() { s.answer(f, machine.OutcomeFailed, 0, "connection refused") })
+		s.later(n, s.elapsed+c.LatencyMin, func() { s.failed(f, tripRefused, "connection refused") })
 		return
 	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
 		s.note(nil, opFlap, str(x.ID), num(attempt))
 		s.coverSend(x, FaultFlap)
-		s.later(n, s.elapsed+s.latency(), func() { s.answer(f, machine.OutcomeFailed, 0, "502 from the flapping link") })
+		s.later(n, s.elapsed+s.latency(), func() { s.failed(f, tripFlap, "502 from the flapping link") })
 		return
 	}
 	arrive := s.latency()
@@ -55,6 +59,17 @@ func (s *sim) send(n *node, x worker.Send) {
 	f.lose = s.faulty() && chance(s.rChannel, c.LostAckRate)
 	f.back = s.latency()
 	s.q.schedule(s.elapsed+arrive, func() { s.arrive(f) })
+}
+
+// failed answers f with a failure before it reached the receiver: in an
+// HTTP world, the real channel's reading of it (mode), else the fake's.
+func (s *sim) failed(f *flight, mode trip, why string) {
+	if s.http == nil {
+		s.answer(f, machine.OutcomeFailed, 0, why)
+		return
+	}
+	o := s.http.send(f, mode)
+	s.answerOutcome(f, o, o.Detail)
 }
 
 // attemptKey names one attempt of one incarnation of a node: the sender
@@ -75,28 +90,21 @@ type flight struct {
 	event      int // x.ID's index in the workload
 	late, lose bool
 	back       time.Duration // the reply's latency
+	// In an HTTP world: the channel that signs it (as of its send), and
+	// the sender's clock at the send.
+	ch     *httpchannel.Channel
+	sentAt time.Time
 }
 
 // arrive is f reaching the receiver.
 func (s *sim) arrive(f *flight) {
+	if s.http != nil {
+		s.arriveHTTP(f)
+		return
+	}
 	x, attempt, i := f.x, f.x.Attempt.Attempt, f.event
-	if f.late {
-		s.coverEvent(FaultLate, i)
-	}
 	v := s.recv.deliver(i%len(s.streams), i, x.Seq)
-	switch v {
-	case rejectedPoison:
-		s.coverEvent(FaultPoison, i)
-	case rejectedStubborn:
-		s.coverEvent(FaultStubborn, i)
-	}
-	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
-	switch v {
-	case applied:
-		s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
-	case duplicate, fenced:
-		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
-	}
+	s.received(f, v, "")
 	if f.lose {
 		s.note(nil, opLostAck, str(x.ID), num(attempt))
 		s.coverEvent(FaultLostAck, i)
@@ -109,10 +117,70 @@ func (s *sim) arrive(f *flight) {
 	s.later(f.n, s.elapsed+f.back, func() { s.answer(f, v.outcome(), retryAfter, "") })
 }
 
+// received logs what the receiver did with f: v, and why if it could
+// not verify it.
+func (s *sim) received(f *flight, v verdict, why string) {
+	x, attempt, i := f.x, f.x.Attempt.Attempt, f.event
+	if f.late {
+		s.coverEvent(FaultLate, i)
+	}
+	switch v {
+	case rejectedPoison:
+		s.coverEvent(FaultPoison, i)
+	case rejectedStubborn:
+		s.coverEvent(FaultStubborn, i)
+	}
+	s.note(nil, opReceiver, str(v.String()), str(x.ID), unum(x.Seq), num(attempt))
+	switch v {
+	case applied:
+		s.observe(invariants.Entry{Kind: invariants.Applied, ID: x.ID, Seq: x.Seq, Attempt: attempt})
+	case duplicate, fenced:
+		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: v.String()})
+	case unverified:
+		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: x.ID, Seq: x.Seq, Attempt: attempt, Detail: invariants.DiscardUnverified + ": " + why})
+	}
+}
+
+// arriveHTTP is f reaching the receiver kit through the real channel.
+// A lost reply is lost after the kit answered: as a reset connection
+// (the channel reports a failure, after the reply's latency) or a hang
+// (the sender times out).
+func (s *sim) arriveHTTP(f *flight) {
+	mode := tripArrive
+	if f.lose && chance(s.http.r, s.w.HTTP.ResetRate) {
+		mode = tripReset
+	}
+	o := s.http.send(f, mode)
+	v := s.http.verdict
+	switch v {
+	case duplicate:
+		s.recv.dups++
+	case fenced:
+		s.recv.fenced++
+	case 0:
+		panic("sim: a request reached the receiver kit and got no verdict")
+	}
+	s.received(f, v, s.http.why)
+	if f.lose {
+		s.note(nil, opLostAck, str(f.x.ID), num(f.x.Attempt.Attempt))
+		s.coverEvent(FaultLostAck, f.event)
+		if mode != tripReset {
+			return
+		}
+	}
+	s.later(f.n, s.elapsed+f.back, func() { s.answerOutcome(f, o, o.Detail) })
+}
+
 // answer hands f's sender an outcome of its attempt, unless it has one
 // already; why, if set, is the channel's reason for it.
 func (s *sim) answer(f *flight, outcome machine.Outcome, retryAfter time.Duration, why string) {
+	s.answerOutcome(f, channel.Outcome{Result: outcome, RetryAfter: retryAfter}, why)
+}
+
+// answerOutcome is answer with the channel's whole outcome.
+func (s *sim) answerOutcome(f *flight, o channel.Outcome, why string) {
 	n, x, attempt := f.n, f.x, f.x.Attempt.Attempt
+	outcome, retryAfter := o.Result, o.RetryAfter
 	if s.answered[f.key] {
 		s.note(n, opReplyGaveUp, str(x.ID), num(attempt), str(outcome.String()))
 		return
@@ -122,7 +190,7 @@ func (s *sim) answer(f *flight, outcome machine.Outcome, retryAfter time.Duratio
 		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
 	}
 	s.note(n, opIn, input(machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}))
-	s.deliver(n, x.Reply(channel.Outcome{Result: outcome, RetryAfter: retryAfter}))
+	s.deliver(n, x.Reply(o))
 }
 
 // coverSend counts a fault that struck a send. A fenced-off owner's late
@@ -150,7 +218,7 @@ func (s *sim) probe(n *node, p worker.Probe) {
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))
 	}
-	pr := &probing{n: n, p: p, healthy: healthy}
+	pr := &probing{n: n, p: p, healthy: healthy, sentAt: s.clock(n)}
 	s.later(n, s.elapsed+delay, func() { s.probeAnswer(pr) })
 }
 
@@ -159,15 +227,33 @@ type probing struct {
 	n       *node
 	p       worker.Probe
 	healthy bool
+	sentAt  time.Time // the sender's clock at the probe
 }
 
 // probeAnswer hands pr's answer to its node's worker.
 func (s *sim) probeAnswer(pr *probing) {
 	n, p := pr.n, pr.p
-	o := machine.OutcomeDelivered
+	o := channel.Outcome{Result: machine.OutcomeDelivered}
 	if !pr.healthy {
-		o = machine.OutcomeFailed
+		o.Result = machine.OutcomeFailed
 	}
-	s.note(n, opIn, input(machine.ProbeResult{At: s.clock(n), N: p.N, Healthy: pr.healthy}))
-	s.deliver(n, p.Reply(channel.Outcome{Result: o}))
+	if s.http != nil {
+		o = s.probeHTTP(pr)
+	}
+	healthy := o.Result == machine.OutcomeDelivered
+	s.note(n, opIn, input(machine.ProbeResult{At: s.clock(n), N: p.N, Healthy: healthy}))
+	s.deliver(n, p.Reply(o))
+}
+
+// probeHTTP is pr through the real channel: a refused connection in an
+// outage, the link's 502 when flapping failed it, else the kit's answer.
+func (s *sim) probeHTTP(pr *probing) channel.Outcome {
+	mode := tripArrive
+	switch {
+	case s.inWindows(s.w.Channel.Outages):
+		mode = tripRefused
+	case !pr.healthy:
+		mode = tripFlap
+	}
+	return s.http.probe(pr, mode)
 }

@@ -47,6 +47,14 @@
 //   - Receiver: applies each ID at most once and discards duplicates;
 //     fences on the stream sequence (applies only sequences above the last
 //     it applied) when Receiver.Fence is set; poison and stubborn events.
+//   - Real parts: with World.HTTP the channel and the receiver are not
+//     fakes but webhook/httpchannel and webhook/receiver, joined in memory
+//     by an http.RoundTripper that runs each round trip synchronously when
+//     the request arrives (httpsim.go); the faults above become HTTP
+//     (refused connections, a link's 502, resets and hangs after the
+//     receiver answered, 429/500/503 with Retry-After, a secret rotation).
+//     Options.Store runs the workers on another store than memstore, such
+//     as SQLite (sim/sqlsim).
 //   - Producer: enqueues each event, resends it (same ID) if no
 //     acknowledgement comes within AckTimeout, optionally sends it twice.
 //     The first node is its host and is notified, as Service.Publish
@@ -84,7 +92,9 @@
 // it (the event queue, the loop, the result); nodes.go is the senders,
 // each running worker.Worker against the shared store; channel.go the
 // fake network (sends, probes, their answers); receiver.go the fake
-// downstream system; producer.go the producer's offers and resends;
+// downstream system; httpworld.go and httpsim.go the real HTTP channel
+// and receiver kit of an HTTP world; backend.go the store a run uses;
+// producer.go the producer's offers and resends;
 // faults.go the worker faults and the coverage matrix; storefaults.go
 // the store calls that fail; operator.go the operator's actions and the
 // clock steps; trace.go the trace lines and their hash.

@@ -12,7 +12,6 @@ import (
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
-	"github.com/courierlab/courier/store/memstore"
 	"github.com/courierlab/courier/worker"
 	"github.com/courierlab/courier/worker/observe"
 )
@@ -135,6 +134,12 @@ func (s *sim) initNodes() {
 	down += time.Duration(s.w.Store.Max) * (c.LeaseTTL + 2*c.Poll + s.w.Policy.AttemptTimeout)
 	for _, win := range s.w.Store.RenewFailures {
 		down += win.To - win.From + c.LeaseTTL + c.Poll
+	}
+	// A store that keeps instants coarser than the virtual clock hands a
+	// rebuilt worker a NextAt up to its resolution early, as a clock that
+	// much behind would.
+	if st, ok := s.store.(interface{ Resolution() time.Duration }); ok {
+		skew += st.Resolution()
 	}
 	for i := range s.runs {
 		r := &s.runs[i]
@@ -486,11 +491,10 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 
 // nodeStore is the store as one node's worker sees it: the shared store,
 // with its grants and renewals logged for the checker, and its refusals
-// of stale leases counted. It holds the memstore itself, not a
-// store.Store: its calls of the store are then direct ones. Each
-// incarnation has its own, which holds its owner name, formatted once.
+// of stale leases counted. Each incarnation has its own, which holds its
+// owner name, formatted once.
 type nodeStore struct {
-	*memstore.Store
+	Store
 	s     *sim
 	n     *node
 	owner string // n.owner() of the incarnation

@@ -41,6 +41,7 @@ const (
 	fenced
 	rejectedPoison
 	rejectedStubborn
+	unverified // the receiver kit could not verify the request (HTTP worlds)
 )
 
 // newReceiver returns a receiver for the workload ids, spread over
@@ -89,13 +90,35 @@ func (r *receiver) deliver(stream, i int, seq uint64) verdict {
 		r.fenced++
 		return fenced
 	}
+	r.applied(i)
+	r.lastSeq[stream] = max(r.lastSeq[stream], seq)
+	return applied
+}
+
+// apply is the application behind the receiver kit in an HTTP world
+// (httpsim.go): poison and stubborn events as in deliver, and no
+// deduplication or fencing, which are the kit's.
+func (r *receiver) apply(i int) verdict {
+	e := &r.events[i]
+	switch {
+	case e.poison:
+		return rejectedPoison
+	case e.stubborn > 0:
+		e.stubborn--
+		return rejectedStubborn
+	}
+	r.applied(i)
+	return applied
+}
+
+// applied records event i applied.
+func (r *receiver) applied(i int) {
+	e := &r.events[i]
 	if e.applied == 0 {
 		r.distinct++
 	}
 	e.applied++
 	r.order = append(r.order, r.ids[i])
-	r.lastSeq[stream] = max(r.lastSeq[stream], seq)
-	return applied
 }
 
 // outcome is how the receiver answers a verdict: a duplicate is
@@ -124,6 +147,8 @@ func (v verdict) String() string {
 		return "poison"
 	case rejectedStubborn:
 		return "stubborn"
+	case unverified:
+		return "unverified"
 	}
 	return "?"
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
-	"github.com/courierlab/courier/store/memstore"
 )
 
 // Epoch is the virtual instant every run starts at. Traces print times as
@@ -29,6 +28,11 @@ type Options struct {
 	// the checker judges each entry as it is made and no log is kept:
 	// what a sweep does, at a fraction of the memory.
 	Logs bool
+	// Store makes the store the run's workers share; nil means memstore.
+	// Another store runs the same world against a real backend (package
+	// sim/sqlsim: SQLite); its trace may differ where the backend keeps
+	// less than memstore does (SQLite keeps instants to the microsecond).
+	Store NewStore
 }
 
 // Result is what one run produced.
@@ -82,7 +86,13 @@ func Run(world World, seed uint64, opt Options) (Result, error) {
 	if err := world.Validate(); err != nil {
 		return Result{}, err
 	}
-	s := newSim(world, seed, opt)
+	s, err := newSim(world, seed, opt)
+	if err != nil {
+		return Result{}, err
+	}
+	if c, ok := s.store.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
 	if err := s.simulate(); err != nil {
 		return Result{}, err
 	}
@@ -99,9 +109,10 @@ type sim struct {
 	elapsed time.Duration
 	q       queue
 
-	cfg   Cluster         // the workers: World.Cluster, or the single sender's
-	store *memstore.Store // the store the workers share
+	cfg   Cluster // the workers: World.Cluster, or the single sender's
+	store Store   // the store the workers share
 	recv  *receiver
+	http  *httpParts // the real channel and receiver kit (World.HTTP), or nil
 
 	nodes  []*node
 	pauses []Pause // pauses not yet begun, by At
@@ -155,8 +166,9 @@ type sim struct {
 	stats     Stats
 }
 
-// newSim returns the simulator of a run, with its store and its nodes.
-func newSim(w World, seed uint64, opt Options) *sim {
+// newSim returns the simulator of a run, with its store and its nodes;
+// an error only if the store cannot be made.
+func newSim(w World, seed uint64, opt Options) (*sim, error) {
 	s := &sim{
 		w: w, seed: seed, opt: opt, now: Epoch,
 		cfg:       workers(w),
@@ -170,16 +182,27 @@ func newSim(w World, seed uint64, opt Options) *sim {
 		answered:  map[attemptKey]bool{},
 		hash:      xxhash.New(),
 	}
-	s.store = memstore.New(func() time.Time { return s.now })
+	mk := opt.Store
+	if mk == nil {
+		mk = newMemstore
+	}
+	st, err := mk(func() time.Time { return s.now })
+	if err != nil {
+		return nil, fmt.Errorf("sim: the run's store: %w", err)
+	}
+	s.store = st
 	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	s.initStreams()
 	s.initNodes()
+	if w.HTTP.On {
+		s.http = newHTTP(s)
+	}
 	// The checkers start once the runs have their bounds: initNodes sets
 	// the cluster's slack, skew and stall.
 	for i := range s.runs {
 		s.checkers[i].Begin(s.runs[i])
 	}
-	return s
+	return s, nil
 }
 
 // settleWithin is how long after its acceptance an event must be terminal,
@@ -216,6 +239,7 @@ func (s *sim) initStreams() {
 		r := &s.runs[i]
 		r.Policy = w.Policy
 		r.ReceiverFences = w.Receiver.Fence
+		r.ReceiverVerdicts = true // arrive logs each delivery's verdict
 		if w.FaultsEnd > 0 {
 			r.HealedAt = Epoch.Add(w.FaultsEnd)
 		}

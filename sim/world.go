@@ -41,6 +41,10 @@ type World struct {
 	Store    StoreFaults
 	Operator Operator
 
+	// HTTP, when HTTP.On, sends through the real HTTP channel into the
+	// real receiver kit, in memory (httpworld.go).
+	HTTP HTTP
+
 	// FaultsEnd is when every fault stops: the start of the liveness phase.
 	FaultsEnd time.Duration
 	// MaxDuration stops the run if it has not settled by then. Zero: a
@@ -327,6 +331,9 @@ func (w World) Validate() error {
 	if err := w.validateStore(); err != nil {
 		return err
 	}
+	if err := w.validateHTTP(); err != nil {
+		return err
+	}
 	if w.Cluster.Workers > 0 && (len(w.Restarts.At) > 0 || w.Restarts.Random > 0 || w.Restarts.CrashAfterPersistRate > 0) {
 		return bad("Restarts", "apply to the single sender; a cluster has Cluster.Crashes and Cluster.Pauses")
 	}
@@ -403,7 +410,7 @@ func (w World) Describe() string {
 		s += " same-payload"
 	}
 
-	s += w.Store.describe() + w.Operator.describe()
+	s += w.Store.describe() + w.Operator.describe() + w.HTTP.describe()
 	if c := w.Cluster; c.Workers > 0 {
 		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
 			c.Workers, c.LeaseTTL, c.Poll, c.Skews, c.Crashes, c.Pauses, c.StoreOutages)

@@ -18,6 +18,7 @@ import (
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/scenarios"
 	"github.com/courierlab/courier/sim"
+	"github.com/courierlab/courier/sim/sqlsim"
 )
 
 // maxSweepSeeds bounds one sweep; split a larger hunt with -from.
@@ -33,6 +34,8 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 	fromText := fs.String("from", "1", "first seed")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "goroutines; the results do not depend on it")
 	dir := fs.String("failures", "sweep-failures", "directory for the replay files of failing seeds")
+	storeName := fs.String("store", "memstore", "the store the workers share: memstore, or sqlite (a real SQLite file per seed)")
+	storeDir := fs.String("store-dir", "", "with -store sqlite: where the seeds' databases go (default the system's temp directory; a tmpfs such as /dev/shm is faster)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -58,6 +61,11 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	opt, err := storeOption(*storeName, *storeDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "simrun sweep: -store:", err)
+		return exitUsage
+	}
 	if err := checkFailuresDir(*dir); err != nil {
 		fmt.Fprintln(stderr, "simrun sweep: -failures:", err)
 		return exitOutput
@@ -66,7 +74,7 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 	if bug != "" {
 		fmt.Fprintf(stdout, "PLANTED BUG ACTIVE: %s (a deliberately broken build; expect %s to catch it)\n", bug, plant.Expected[bug])
 	}
-	fmt.Fprintf(stdout, "sweep: swarm seeds %d..%d on %d goroutines\n", from, from+uint64(*seeds-1), *parallel)
+	fmt.Fprintf(stdout, "sweep: swarm seeds %d..%d on %d goroutines, store %s\n", from, from+uint64(*seeds-1), *parallel, *storeName)
 
 	progress := progressPrinter(stderr, *seeds)
 	start := time.Now()
@@ -75,7 +83,7 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 	// runs in the memory of SweepWindow results.
 	code := exitOK
 	var events, failed, violations, done int
-	scenarios.SweepEach(from, *seeds, *parallel, func(r scenarios.SeedResult) {
+	scenarios.SweepEachWith(from, *seeds, *parallel, opt, func(r scenarios.SeedResult) {
 		done++
 		if progress != nil {
 			progress(done)
@@ -109,6 +117,22 @@ func sweepCommand(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "summary: %d seeds in %.1fs (%.0f seeds/s), %d events simulated (%.0f events/s), %d violations in %d seeds\n",
 		*seeds, secs, float64(*seeds)/secs, events, float64(events)/secs, violations, failed)
 	return code
+}
+
+// storeOption is the runs' options for the store named name: memstore
+// (the default, the zero Options) or sqlite, a real SQLite database per
+// seed under dir.
+func storeOption(name, dir string) (sim.Options, error) {
+	switch name {
+	case "memstore", "":
+		if dir != "" {
+			return sim.Options{}, errors.New("-store-dir applies to -store sqlite only")
+		}
+		return sim.Options{}, nil
+	case "sqlite":
+		return sim.Options{Store: sqlsim.New(dir)}, nil
+	}
+	return sim.Options{}, fmt.Errorf("%q: want memstore or sqlite", name)
 }
 
 // progressPrinter returns a progress callback that redraws one line on w,

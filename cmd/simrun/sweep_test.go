@@ -39,6 +39,24 @@ func TestSweepHealthy(t *testing.T) {
 	}
 }
 
+// A sweep on SQLite runs each seed on its own database file under
+// -store-dir, leaves none behind, and holds every invariant.
+func TestSweepOnSQLite(t *testing.T) {
+	dbs := t.TempDir()
+	code, out, errOut := runCLI(t, "sweep", "-seeds", "3", "-from", "11", "-store", "sqlite", "-store-dir", dbs, "-failures", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"store sqlite", "summary: 3 seeds", "0 violations in 0 seeds"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if left, _ := os.ReadDir(dbs); len(left) != 0 {
+		t.Errorf("%d databases left under -store-dir", len(left))
+	}
+}
+
 func TestSweepIndependentOfParallelism(t *testing.T) {
 	one := scenarios.Sweep(1, 30, 1, nil)
 	many := scenarios.Sweep(1, 30, 4, nil)
@@ -65,6 +83,8 @@ func TestSweepAndReplayUsage(t *testing.T) {
 		{[]string{"sweep", "-seeds", "5", "-from", "x"}, `bad seed: "x"`},
 		{[]string{"sweep", "-seeds", "5", "-from", "18446744073709551615"}, "runs past the largest seed"},
 		{[]string{"sweep", "-seeds", "5", "extra"}, "unexpected arguments"},
+		{[]string{"sweep", "-seeds", "5", "-store", "postgres"}, `"postgres": want memstore or sqlite`},
+		{[]string{"sweep", "-seeds", "5", "-store-dir", "/tmp"}, "-store-dir applies to -store sqlite only"},
 		{[]string{"replay"}, "a replay file is required"},
 		{[]string{"replay", filepath.Join(t.TempDir(), "missing.json")}, "no such file"},
 		{[]string{"replay", bad}, `unknown planted bug "no-such-bug"`},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/webhook"
 	"github.com/courierlab/courier/webhook/ssrf"
@@ -73,8 +74,13 @@ func New(cfg Config) (*Channel, error) {
 	if v.ProxyFromEnvironment {
 		tr.Proxy = http.ProxyFromEnvironment
 	}
+	var rt http.RoundTripper = tr
+	if v.Transport != nil {
+		v.Logger.Warn("httpchannel: Config.Transport replaces the channel's own transport: no SSRF policy, TLS or proxy settings apply; never in production")
+		rt = v.Transport
+	}
 	client := &http.Client{
-		Transport:     tr,
+		Transport:     rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		// Jar nil: no cookies kept or sent. Timeout 0: each call's context bounds it.
 	}
@@ -191,7 +197,7 @@ func classifyStatus(status int, h http.Header, now time.Time, reject rejectSet) 
 	case status >= 200 && status <= 299:
 		o.Result = machine.OutcomeDelivered
 		return o
-	case reject.rejects(status):
+	case reject.rejects(status), status == http.StatusTooManyRequests && plant.On(plant.Channel429Refused):
 		o.Result = machine.OutcomeRefused
 	default:
 		o.Result = machine.OutcomeFailed

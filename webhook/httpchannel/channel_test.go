@@ -597,3 +597,45 @@ func TestCheckRejectStatus(t *testing.T) {
 		}
 	}
 }
+
+// roundTripper is an http.RoundTripper made of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Config.Transport carries the requests instead of a dialer (no SSRF
+// check: the endpoint here is a private address New would otherwise
+// refuse at dial time), signed as always on the channel's clock, and the
+// answers are classified by the same table: a 429 is a failure with its
+// Retry-After, an error after the request is a failure.
+func TestTransportCarriesSignedRequests(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var got *http.Request
+	var body []byte
+	answer := func(r *http.Request) (*http.Response, error) {
+		got = r
+		body, _ = io.ReadAll(r.Body)
+		h := http.Header{"Retry-After": {"3"}}
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: r}, nil
+	}
+	ch := newChannel(t, Config{Endpoint: "http://10.0.0.1/hooks", AllowAddrs: []netip.Prefix{},
+		Now: func() time.Time { return now }, Transport: roundTripper(func(r *http.Request) (*http.Response, error) { return answer(r) })})
+	o := ch.Send(context.Background(), attempt(2))
+	if o.Result != machine.OutcomeFailed || o.RetryAfter != 3*time.Second || o.Status != 429 {
+		t.Fatalf("429 through the transport: got %+v, want a failure with Retry-After 3s", o)
+	}
+	v, err := webhook.NewVerifier([]string{secret}, 0, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(got.Header, body); err != nil {
+		t.Errorf("the request through the transport does not verify: %v", err)
+	}
+	if id := got.Header.Get(webhook.HeaderID); id != "evt_1" {
+		t.Errorf("webhook-id %q, want evt_1", id)
+	}
+	answer = func(*http.Request) (*http.Response, error) { return nil, errors.New("connection reset by peer") }
+	if o := ch.Send(context.Background(), attempt(3)); o.Result != machine.OutcomeFailed {
+		t.Errorf("a reset through the transport: got %+v, want a failure", o)
+	}
+}

@@ -72,6 +72,12 @@ type Config struct {
 	// Now is the clock for webhook-timestamp and Retry-After dates; nil
 	// means time.Now.
 	Now func() time.Time
+	// Transport, if set, carries every request instead of the channel's
+	// own transport: for tests and the simulator (package sim), which
+	// hand requests to an http.Handler in memory. It replaces the dialer,
+	// so the SSRF policy (AllowAddrs), TLS and ProxyFromEnvironment do
+	// not apply to it; New logs a warning. Never in production.
+	Transport http.RoundTripper
 	// Logger receives the construction warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
