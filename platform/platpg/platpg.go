@@ -134,7 +134,9 @@ func (t tx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return tag.RowsAffected(), err
 }
 
-func (t tx) QueryRow(ctx context.Context, q string, args ...any) platsql.Row { return t.t.QueryRow(ctx, q, args...) }
+func (t tx) QueryRow(ctx context.Context, q string, args ...any) platsql.Row {
+	return t.t.QueryRow(ctx, q, args...)
+}
 
 func (t tx) Query(ctx context.Context, q string, args ...any) (platsql.Rows, error) {
 	return t.t.Query(ctx, q, args...)
