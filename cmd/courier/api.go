@@ -19,6 +19,7 @@ import (
 
 	"github.com/courierlab/courier"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/store"
 )
 
@@ -29,6 +30,7 @@ type api struct {
 	cfg     *Config
 	svc     *courier.Service
 	st      store.Store
+	plat    *platform.Service
 	pauses  *pauses
 	log     *slog.Logger
 	tokens  [][sha256.Size]byte // hashed, so the comparison's time does not depend on a token's length
@@ -41,18 +43,12 @@ func (a *api) handler() http.Handler {
 		a.tokens = append(a.tokens, sha256.Sum256([]byte(t)))
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/streams/{stream}/events", a.auth(a.publish))
-	mux.HandleFunc("GET /v1/events/{id}", a.auth(a.get))
-	mux.HandleFunc("GET /v1/streams/{stream}/dead", a.auth(a.dead))
-	mux.HandleFunc("POST /v1/events/{id}/replay", a.auth(a.replay))
-	mux.HandleFunc("POST /v1/streams/{stream}/pause", a.auth(a.pause(true)))
-	mux.HandleFunc("POST /v1/streams/{stream}/resume", a.auth(a.pause(false)))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", a.readyz)
-	if a.metrics != nil {
-		mux.Handle("GET /metrics", a.metrics)
+	for _, rt := range a.routes() {
+		h := rt.h
+		if rt.auth {
+			h = a.auth(h)
+		}
+		mux.HandleFunc(rt.method+" "+rt.path, h)
 	}
 	// No catch-all route: it would take every method on every path and
 	// answer 404 where the mux answers 405 with Allow. The mux's own
@@ -63,6 +59,36 @@ func (a *api) handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// route is one operation of the API: what openapi.json describes.
+type route struct {
+	method, path string
+	auth         bool // needs a bearer token
+	h            http.HandlerFunc
+}
+
+// routes is every operation the API serves, and the only place they are
+// registered: openapi_test.go holds openapi.json to it.
+func (a *api) routes() []route {
+	rs := []route{
+		{"POST", "/v1/streams/{stream}/events", true, a.publish},
+		{"GET", "/v1/events/{id}", true, a.get},
+		{"GET", "/v1/streams/{stream}/dead", true, a.dead},
+		{"POST", "/v1/events/{id}/replay", true, a.replay},
+		{"POST", "/v1/streams/{stream}/pause", true, a.pause(true)},
+		{"POST", "/v1/streams/{stream}/resume", true, a.pause(false)},
+		{"GET", "/healthz", false, func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		}},
+		{"GET", "/readyz", false, a.readyz},
+		{"GET", "/openapi.json", false, serveOpenAPI},
+	}
+	rs = append(rs, a.platformRoutes()...)
+	if a.metrics != nil {
+		rs = append(rs, route{"GET", "/metrics", false, a.metrics.ServeHTTP})
+	}
+	return rs
 }
 
 // routeError answers a request no route takes with the API's JSON error
@@ -94,9 +120,11 @@ func (e *routeError) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// apiError is every error the API answers: {"error": "..."}.
+// apiError is every error the API answers: {"error": "..."}, with the
+// input field at fault when one is ("field": "url").
 type apiError struct {
 	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -291,6 +319,21 @@ func (a *api) knownStream(w http.ResponseWriter, stream string) (*StreamConfig, 
 	return s, ok
 }
 
+// knownDest reports whether stream is a destination: a stream of the
+// config, or an endpoint's (platform.StreamOf) that exists. It writes
+// the error answer itself.
+func (a *api) knownDest(w http.ResponseWriter, r *http.Request, stream string) bool {
+	if _, ok := a.cfg.Streams[stream]; ok || !platform.IsEndpointStream(stream) || a.plat == nil {
+		_, ok := a.knownStream(w, stream)
+		return ok
+	}
+	if _, err := a.plat.Store().GetEndpoint(r.Context(), stream); err != nil {
+		writePlatErr(w, "stream "+stream, err)
+		return false
+	}
+	return true
+}
+
 func (a *api) publish(w http.ResponseWriter, r *http.Request) {
 	stream := r.PathValue("stream")
 	sc, ok := a.knownStream(w, stream)
@@ -426,7 +469,7 @@ func writeStoreErr(w http.ResponseWriter, doing string, err error) {
 // page.
 func (a *api) dead(w http.ResponseWriter, r *http.Request) {
 	stream := r.PathValue("stream")
-	if _, ok := a.knownStream(w, stream); !ok {
+	if !a.knownDest(w, r, stream) {
 		return
 	}
 	after, limit := uint64(0), 100
@@ -485,7 +528,7 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) {
 func (a *api) pause(on bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		stream := r.PathValue("stream")
-		if _, ok := a.knownStream(w, stream); !ok {
+		if !a.knownDest(w, r, stream) {
 			return
 		}
 		var err error

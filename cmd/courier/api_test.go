@@ -120,6 +120,13 @@ max_payload_bytes = 1024
 	if set != nil {
 		set(c)
 	}
+	return startServeConfig(t, c)
+}
+
+// startServeConfig runs serveConfig on c in this process; it stops at
+// the test's end.
+func startServeConfig(t *testing.T, c *Config) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

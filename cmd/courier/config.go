@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/webhook"
 	"github.com/courierlab/courier/webhook/httpchannel"
 )
@@ -200,6 +201,9 @@ func (c *Config) check() error {
 	for _, name := range names {
 		if err := webhook.CheckID(name); err != nil || name == "" {
 			return fmt.Errorf("streams.%q: not a valid stream name", name)
+		}
+		if platform.IsEndpointStream(name) {
+			return fmt.Errorf("streams.%q: names like ep_ and 26 base32 characters are the platform's endpoints' streams; choose another name", name)
 		}
 		if err := c.Streams[name].check(); err != nil {
 			return fmt.Errorf("streams.%s.%w", name, err)

@@ -95,7 +95,7 @@ func TestBadEndpointFailsAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newRouter(c, nil)
+	_, err = newRouter(c, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "streams.orders") {
 		t.Fatalf("newRouter = %v; want an error naming streams.orders", err)
 	}

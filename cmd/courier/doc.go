@@ -59,7 +59,25 @@
 //	GET  /v1/streams/{stream}/dead?after=SEQ&limit=N                    dead letters
 //	POST /v1/events/{id}/replay                                         re-drive a dead letter
 //	POST /v1/streams/{stream}/pause   and  /resume
-//	GET  /healthz  /readyz  /metrics                                    no token
+//	GET  /healthz  /readyz  /metrics  /openapi.json                     no token
+//
+// The webhook platform (package platform) adds applications, their
+// endpoints (URL, secrets, a filter of event types, enabled, ordering),
+// event types and messages, kept in the same database and used without a
+// restart; openapi.json (served at /openapi.json) describes every route:
+//
+//	POST /v1/apps  GET /v1/apps  GET|PATCH|DELETE /v1/apps/{app}
+//	POST /v1/apps/{app}/endpoints  GET .../endpoints  GET|PATCH|DELETE .../endpoints/{endpoint}  GET .../secrets
+//	POST /v1/event-types  GET /v1/event-types
+//	POST /v1/apps/{app}/messages  {"event_type": "...", "payload": <JSON>, "idempotency_key": "..."}  fan-out
+//	GET  /v1/apps/{app}/messages/{message}                              each delivery's state
+//
+// A message becomes one event per enabled endpoint whose filter matches,
+// on the endpoint's stream (its ID), with the ID message.endpoint (the
+// webhook-id); GET /v1/events/{id}, the dead letters of the endpoint's
+// stream, replay and pause work on it as on any event. A bad input is a
+// 400 whose JSON names it: {"error": "...", "field": "url"}. The config
+// may declare no stream at all.
 //
 // An event ID names one event in the whole store, whatever its stream. A
 // publish of an ID the store holds is answered by what it holds:

@@ -26,6 +26,8 @@ import (
 
 	"github.com/courierlab/courier"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/platform"
+	"github.com/courierlab/courier/platform/platsqlite"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/store/sqlitestore"
 	"github.com/courierlab/courier/worker"
@@ -139,10 +141,12 @@ func signalContext(parent context.Context, log *slog.Logger) (context.Context, f
 	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
-// backend is the opened store and what the service needs besides.
+// backend is the opened store and what the service needs besides: the
+// pauses and the platform's store, in the same database.
 type backend struct {
 	st     store.Store
 	pauses *pauses
+	plat   platform.Store
 	close  func()
 	desc   string
 }
@@ -160,7 +164,14 @@ func openBackend(ctx context.Context, c *Config) (*backend, error) {
 		st.Close()
 		return nil, err
 	}
-	return &backend{st: st, pauses: p, desc: "sqlite:" + c.Database, close: func() { p.Close(); st.Close() }}, nil
+	ps, err := platsqlite.Open(ctx, c.Database, platsqlite.Options{})
+	if err != nil {
+		p.Close()
+		st.Close()
+		return nil, err
+	}
+	return &backend{st: st, pauses: p, plat: ps, desc: "sqlite:" + c.Database,
+		close: func() { ps.Close(); p.Close(); st.Close() }}, nil
 }
 
 // serveConfig runs courier until ctx ends. ready, if not nil, receives
@@ -173,14 +184,15 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		log.Warn("SSRF: allow_loopback is on; webhooks may be sent to 127.0.0.0/8 and ::1. Never in production.")
 	}
 	if len(c.Streams) == 0 {
-		log.Warn("no stream declared (-config FILE, [streams.NAME]): every publish will be refused")
+		log.Info("no stream declared in the config: courier delivers the applications' endpoints (/v1/apps) only")
 	}
 	be, err := openBackend(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer be.close()
-	rt, err := newRouter(c, log)
+	eps := newEndpointChannels(be.plat, c.AllowLoopback, log)
+	rt, err := newRouter(c, eps, log)
 	if err != nil {
 		return usageError{err}
 	}
@@ -224,7 +236,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 			Owner:      owner,
 			Store:      st,
 			Observer:   obs,
-			Policy:     policy(c, be.pauses),
+			Policy:     policy(c, be.pauses, eps),
 			MaxStreams: maxStreams,
 			LeaseTTL:   c.LeaseTTL.Duration,
 			Poll:       c.Poll.Duration,
@@ -241,12 +253,17 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		return usageError{fmt.Errorf("config: %w", err)}
 	}
 
+	plat, err := newPlatform(be.plat, svc, log)
+	if err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	var stopping atomic.Bool
-	a := &api{cfg: c, svc: svc, st: st, pauses: be.pauses, log: log,
+	a := &api{cfg: c, svc: svc, st: st, plat: plat, pauses: be.pauses, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}
 	handler, err := instrumentAPI(a.handler(), mp, tp)
 	if err != nil {
@@ -258,6 +275,8 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	defer stopRun()
 	ran := make(chan error, 1)
 	go func() { ran <- svc.Run(runCtx) }()
+	redriven := make(chan error, 1)
+	go func() { redriven <- plat.Run(runCtx) }()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("courier serving", slog.String("addr", ln.Addr().String()), slog.String("store", be.desc),
@@ -271,6 +290,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	case err := <-served:
 		stopRun()
 		<-ran
+		<-redriven
 		return fmt.Errorf("http: %w", err)
 	}
 	// Stop accepting first, let publishes in progress finish, then drain
@@ -283,16 +303,28 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	}
 	stopRun()
 	err = <-ran
+	<-redriven
 	log.Info("courier stopped")
 	return err
 }
 
-// policy gives each declared stream its configured policy; an undeclared
-// or paused stream gets an error, so the worker gives it straight back.
-func policy(c *Config, p *pauses) func(string) (machine.Config, error) {
+// policy gives each declared stream its configured policy and each
+// endpoint's stream the endpoint's (endpointChannels.policy); an
+// undeclared or paused stream, or a disabled endpoint's, gets an error,
+// so the worker gives it straight back.
+func policy(c *Config, p *pauses, eps *endpointChannels) func(string) (machine.Config, error) {
 	return func(stream string) (machine.Config, error) {
 		s, ok := c.Streams[stream]
-		if !ok {
+		var pol machine.Config
+		switch {
+		case ok:
+			pol = s.Policy()
+		case eps != nil && platform.IsEndpointStream(stream):
+			var err error
+			if pol, err = eps.policy(stream); err != nil {
+				return machine.Config{}, err
+			}
+		default:
 			return machine.Config{}, fmt.Errorf("%w %q: not in the config", ErrUnknownStream, stream)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -304,6 +336,6 @@ func policy(c *Config, p *pauses) func(string) (machine.Config, error) {
 		if paused {
 			return machine.Config{}, fmt.Errorf("%w: %q", courier.ErrPaused, stream)
 		}
-		return s.Policy(), nil
+		return pol, nil
 	}
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/courierlab/courier"
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/platform"
+	"github.com/courierlab/courier/webhook"
+	"github.com/courierlab/courier/webhook/httpchannel"
+)
+
+// endpointChannels sends the streams of the platform's endpoints
+// (platform.IsEndpointStream), each through an HTTP channel built from
+// the endpoint as the platform store holds it at send time: an endpoint
+// created, retargeted or given new secrets by the API is used at its next
+// attempt, with no restart. A channel is kept per endpoint and rebuilt
+// when the endpoint's UpdatedAt moves.
+type endpointChannels struct {
+	plat          platform.Store
+	allowLoopback bool
+	log           *slog.Logger
+
+	mu    sync.Mutex
+	built map[string]builtChannel // endpoint ID -> its channel
+}
+
+type builtChannel struct {
+	updated time.Time
+	ch      *httpchannel.Channel
+}
+
+// endpointPolicy is the delivery policy of every endpoint's stream:
+// machine.DefaultConfig with the endpoint's ordering. Its payload bound
+// is the platform's (platform.Config.MaxPayloadBytes).
+func endpointPolicy(ordering platform.Ordering) machine.Config {
+	p := machine.DefaultConfig()
+	p.Seed = randomSeed()
+	if ordering == platform.Independent {
+		p.Ordering, p.Window = machine.Independent, 8
+	}
+	return p
+}
+
+func newEndpointChannels(plat platform.Store, allowLoopback bool, log *slog.Logger) *endpointChannels {
+	return &endpointChannels{plat: plat, allowLoopback: allowLoopback, log: log, built: map[string]builtChannel{}}
+}
+
+// Check refuses what no endpoint's channel could carry: an ID that is no
+// webhook-id, a payload over the platform's bound.
+func (e *endpointChannels) Check(_, id string, payload []byte) error {
+	if err := webhook.CheckID(id); err != nil {
+		return err
+	}
+	if max := endpointPolicy(platform.Strict).MaxPayloadBytes; len(payload) > max {
+		return fmt.Errorf("payload of %d bytes is over %d", len(payload), max)
+	}
+	return nil
+}
+
+// channel returns the channel of stream's endpoint as it is now, or the
+// outcome to answer instead: refused if the endpoint is gone (it can never
+// be delivered: a dead letter, kept), failed if the store did not answer.
+func (e *endpointChannels) channel(ctx context.Context, stream string) (*httpchannel.Channel, channel.Outcome, bool) {
+	ep, err := e.plat.GetEndpoint(ctx, stream)
+	if errors.Is(err, platform.ErrNotFound) {
+		return nil, channel.Outcome{Result: machine.OutcomeRefused, Detail: "endpoint " + stream + " was deleted"}, false
+	}
+	if err != nil {
+		return nil, channel.Outcome{Result: machine.OutcomeFailed, Detail: channel.Truncate("reading the endpoint: " + err.Error())}, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b, ok := e.built[ep.ID]; ok && b.updated.Equal(ep.UpdatedAt) {
+		return b.ch, channel.Outcome{}, true
+	}
+	hc := httpchannel.Config{
+		Endpoints:      map[string]string{stream: ep.URL},
+		Secrets:        ep.Secrets,
+		AttemptTimeout: endpointPolicy(ep.Ordering).AttemptTimeout,
+		MaxBodyBytes:   endpointPolicy(ep.Ordering).MaxPayloadBytes,
+		Logger:         slog.New(slog.DiscardHandler), // the loopback warning is logged once, at the start
+	}
+	if e.allowLoopback {
+		hc.AllowAddrs = loopback
+	}
+	ch, err := httpchannel.New(hc)
+	if err != nil {
+		return nil, channel.Outcome{Result: machine.OutcomeRefused, Detail: channel.Truncate("endpoint " + stream + ": " + err.Error())}, false
+	}
+	if old, ok := e.built[ep.ID]; ok {
+		old.ch.Close() // only its idle connections: an attempt in flight on it finishes
+	}
+	e.built[ep.ID] = builtChannel{updated: ep.UpdatedAt, ch: ch}
+	return ch, channel.Outcome{}, true
+}
+
+func (e *endpointChannels) Send(ctx context.Context, a channel.Attempt) channel.Outcome {
+	ch, out, ok := e.channel(ctx, a.Stream)
+	if !ok {
+		return out
+	}
+	return ch.Send(ctx, a)
+}
+
+func (e *endpointChannels) Probe(ctx context.Context, stream string) channel.Outcome {
+	ch, out, ok := e.channel(ctx, stream)
+	if !ok {
+		if out.Result == machine.OutcomeRefused {
+			out.Result = machine.OutcomeFailed // a probe only says healthy or not
+		}
+		return out
+	}
+	return ch.Probe(ctx, stream)
+}
+
+// Close releases the channels' idle connections.
+func (e *endpointChannels) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, b := range e.built {
+		b.ch.Close()
+	}
+}
+
+// policy is the endpoint's stream's delivery policy: courier.ErrPaused
+// while the endpoint is disabled (the worker gives the stream back; its
+// deliveries wait), the default policy for an endpoint deleted (its
+// deliveries are then refused at send and kept as dead letters).
+func (e *endpointChannels) policy(stream string) (machine.Config, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ep, err := e.plat.GetEndpoint(ctx, stream)
+	switch {
+	case errors.Is(err, platform.ErrNotFound):
+		return endpointPolicy(platform.Strict), nil
+	case err != nil:
+		return machine.Config{}, fmt.Errorf("reading endpoint %q: %w", stream, err)
+	case !ep.Enabled:
+		return machine.Config{}, fmt.Errorf("%w: endpoint %q is disabled", courier.ErrPaused, stream)
+	}
+	return endpointPolicy(ep.Ordering), nil
+}

@@ -1,0 +1,55 @@
+// Package platform is courier as a webhook platform: applications
+// (tenants), their endpoints and the event types they subscribe to, kept
+// in a store and changed by API while courier runs, and messages fanned
+// out to the endpoints that want them.
+//
+// It is a room above the delivery engine. A message published to an
+// application becomes one delivery per enabled endpoint whose filter
+// matches its event type; each delivery is one event of the delivery
+// store (store.Store), on the endpoint's own stream (StreamOf: the
+// endpoint's ID), with a stable ID (DeliveryID: the message's ID and the
+// endpoint's), so a webhook-id stays the same across attempts. From there
+// the worker delivers it as it delivers any event.
+//
+// # Fan-out and crashes
+//
+// The delivery store enqueues one event per call; it cannot enqueue a
+// message's deliveries on several streams in one transaction. So a
+// publish happens in two steps, each durable on its own:
+//
+//  1. Store.CreateMessage records the message and its fan-out list (one
+//     entry per chosen endpoint, each Pending) in one transaction of the
+//     platform store. The list is decided then and never again: an
+//     endpoint created, disabled or refiltered later does not change it.
+//  2. Each pending entry is enqueued in the delivery store (idempotent by
+//     its delivery ID), then marked Enqueued (Store.SetFanout).
+//
+// A crash between the two steps, or between an enqueue and its mark,
+// leaves entries Pending. Service.Redrive, run when the Service starts
+// and every Config.RedriveEvery after, finds every message with a
+// pending entry (Store.Unfinished) and does step 2 again: an entry
+// already enqueued is a duplicate there and changes nothing, so no
+// delivery is lost and none is doubled. Publishing again with the same
+// idempotency key re-drives the message too.
+//
+// Publish answers once step 1 is durable and step 2 has been tried for
+// every entry. Message.Complete says whether every entry is enqueued; if
+// not, the message is durable and the re-drive finishes it.
+//
+// An endpoint created after a message was published does not receive it.
+// Sending older messages to a new endpoint on request (Svix's "recover")
+// is not built yet.
+//
+// # Stores
+//
+// Store is the contract; platformtest is its conformance suite. platmem
+// keeps everything in memory, platsqlite and platpg keep it in the same
+// SQLite file or PostgreSQL schema as the delivery store, in tables of
+// their own (platform_*) migrated by their own steps (platform_schema),
+// sharing their SQL in platform/internal/platsql.
+//
+// Names and IDs: an application's ID is "app_" and 26 lower-case base32
+// characters, an endpoint's "ep_" and a message's "msg_" likewise (NewID);
+// the first ten characters encode the creation time in milliseconds, so
+// ID order is creation order, to the millisecond.
+package platform

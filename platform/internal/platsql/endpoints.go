@@ -1,0 +1,193 @@
+package platsql
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/courierlab/courier/platform"
+)
+
+const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, created_at, updated_at`
+
+func scanEndpoint(r Row) (platform.Endpoint, error) {
+	var e platform.Endpoint
+	var types, secrets, ordering string
+	var enabled, created, updated int64
+	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &created, &updated); err != nil {
+		return platform.Endpoint{}, err
+	}
+	if err := json.Unmarshal([]byte(types), &e.EventTypes); err != nil {
+		return platform.Endpoint{}, fmt.Errorf("endpoint %s: event_types: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(secrets), &e.Secrets); err != nil {
+		return platform.Endpoint{}, fmt.Errorf("endpoint %s: secrets: %w", e.ID, err)
+	}
+	if e.EventTypes == nil {
+		e.EventTypes = []string{}
+	}
+	e.Enabled, e.Ordering = enabled != 0, platform.Ordering(ordering)
+	e.CreatedAt, e.UpdatedAt = instant(created), instant(updated)
+	return e, nil
+}
+
+// endpointArgs are e's mutable columns, in endpointColumns' order from
+// url to ordering.
+func endpointArgs(e platform.Endpoint) []any {
+	types, _ := json.Marshal(append([]string{}, e.EventTypes...)) // strings always marshal
+	secrets, _ := json.Marshal(e.Secrets)
+	enabled := 0
+	if e.Enabled {
+		enabled = 1
+	}
+	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering)}
+}
+
+// checkTypes checks that every type of a filter exists.
+func (c *Core) checkTypes(ctx context.Context, tx Tx, types []string) error {
+	for i, t := range types {
+		var name string
+		err := tx.QueryRow(ctx, `SELECT name FROM platform_event_types WHERE name = $1`, t).Scan(&name)
+		if c.d.NoRows(err) {
+			return &platform.FieldError{Field: fmt.Sprintf("event_types[%d]", i), Why: fmt.Sprintf("%q is not an event type; create it first", t)}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Core) CreateEndpoint(ctx context.Context, e platform.Endpoint) (platform.Endpoint, error) {
+	if err := platform.CheckEndpoint(e); err != nil {
+		return platform.Endpoint{}, err
+	}
+	var out platform.Endpoint
+	err := c.write(ctx, "CreateEndpoint", func(tx Tx, now int64) error {
+		if ok, err := c.appExists(ctx, tx, e.AppID, c.d.Share); err != nil || !ok {
+			if err == nil {
+				err = notFound("application", e.AppID)
+			}
+			return err
+		}
+		if err := c.checkTypes(ctx, tx, e.EventTypes); err != nil {
+			return err
+		}
+		var id string
+		err := tx.QueryRow(ctx, `SELECT id FROM platform_endpoints WHERE id = $1`, e.ID).Scan(&id)
+		if err := orConflict(noRow(c.d, err), err == nil, "endpoint", e.ID); err != nil {
+			return err
+		}
+		args := append([]any{e.ID, e.AppID}, endpointArgs(e)...)
+		if _, err := tx.Exec(ctx, `INSERT INTO platform_endpoints (`+endpointColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`, append(args, now)...); err != nil {
+			return err
+		}
+		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
+		return err
+	})
+	return out, err
+}
+
+func (c *Core) GetEndpoint(ctx context.Context, id string) (platform.Endpoint, error) {
+	if !platform.IsID(platform.EndpointKind, id) {
+		return platform.Endpoint{}, notFound("endpoint", id)
+	}
+	var e platform.Endpoint
+	err := c.read(ctx, "GetEndpoint", func(tx Tx) error {
+		var err error
+		e, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, id))
+		if c.d.NoRows(err) {
+			return notFound("endpoint", id)
+		}
+		return err
+	})
+	return e, err
+}
+
+func (c *Core) ListEndpoints(ctx context.Context, app, after string, limit int) ([]platform.Endpoint, error) {
+	if err := platform.CheckPage(platform.EndpointKind, after, limit); err != nil {
+		return nil, err
+	}
+	if !platform.IsID(platform.AppKind, app) {
+		return nil, notFound("application", app)
+	}
+	var out []platform.Endpoint
+	err := c.read(ctx, "ListEndpoints", func(tx Tx) error {
+		if ok, err := c.appExists(ctx, tx, app, ""); err != nil || !ok {
+			if err == nil {
+				err = notFound("application", app)
+			}
+			return err
+		}
+		var err error
+		out, err = c.endpointsOf(ctx, tx, app, after, limit)
+		return err
+	})
+	return out, err
+}
+
+// endpointsOf lists up to limit of app's endpoints in ID order after
+// after.
+func (c *Core) endpointsOf(ctx context.Context, tx Tx, app, after string, limit int) ([]platform.Endpoint, error) {
+	rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints
+		WHERE app_id = $1 AND id > $2 ORDER BY id LIMIT $3`, app, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []platform.Endpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platform.Endpoint, error) {
+	if err := platform.CheckEndpoint(e); err != nil {
+		return platform.Endpoint{}, err
+	}
+	var out platform.Endpoint
+	err := c.write(ctx, "UpdateEndpoint", func(tx Tx, now int64) error {
+		var id string
+		err := tx.QueryRow(ctx, `SELECT id FROM platform_endpoints WHERE id = $1 AND app_id = $2`, e.ID, e.AppID).Scan(&id)
+		if c.d.NoRows(err) {
+			return notFound("endpoint", e.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.checkTypes(ctx, tx, e.EventTypes); err != nil {
+			return err
+		}
+		args := append(endpointArgs(e), now, e.ID, e.AppID)
+		n, err := tx.Exec(ctx, `UPDATE platform_endpoints SET url = $1, description = $2, event_types = $3, secrets = $4,
+			enabled = $5, ordering = $6, updated_at = $7 WHERE id = $8 AND app_id = $9`, args...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("endpoint", e.ID)
+		}
+		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
+		return err
+	})
+	return out, err
+}
+
+func (c *Core) DeleteEndpoint(ctx context.Context, app, id string) error {
+	if !platform.IsID(platform.EndpointKind, id) || !platform.IsID(platform.AppKind, app) {
+		return notFound("endpoint", id)
+	}
+	return c.write(ctx, "DeleteEndpoint", func(tx Tx, _ int64) error {
+		n, err := tx.Exec(ctx, `DELETE FROM platform_endpoints WHERE id = $1 AND app_id = $2`, id, app)
+		if err == nil && n == 0 {
+			err = notFound("endpoint", id)
+		}
+		return err
+	})
+}

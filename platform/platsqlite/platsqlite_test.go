@@ -1,0 +1,95 @@
+// This file proves that platsqlite passes the platformtest conformance
+// suite on a real file shared with the delivery store, that its tables
+// survive a reopen, and that it refuses a file the delivery store has
+// not made courier's.
+package platsqlite
+
+import (
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/platform"
+	"github.com/courierlab/courier/platform/platformtest"
+	"github.com/courierlab/courier/store/sqlitestore"
+)
+
+// open opens a fresh courier file: the delivery store first, then the
+// platform's tables.
+func open(t *testing.T, path string, now func() time.Time) *Store {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ps, err := Open(t.Context(), path, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ps.Close() })
+	return ps
+}
+
+func TestConformance(t *testing.T) {
+	platformtest.Run(t, func(t *testing.T, now func() time.Time) platform.Store {
+		return open(t, filepath.Join(t.TempDir(), "courier.db"), now)
+	})
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "courier.db")
+	s := open(t, path, nil)
+	a, err := s.CreateApp(t.Context(), platform.Application{ID: platform.NewID(platform.AppKind, time.Now()), Name: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	again, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	got, err := again.GetApp(t.Context(), a.ID)
+	if err != nil || got != a {
+		t.Errorf("after a reopen: %+v, %v; want %+v", got, err, a)
+	}
+	var user, mine int
+	if err := again.w.QueryRowContext(t.Context(), `SELECT (SELECT user_version FROM pragma_user_version), (SELECT version FROM platform_schema)`).
+		Scan(&user, &mine); err != nil {
+		t.Fatal(err)
+	}
+	if mine != len(migrations) {
+		t.Errorf("platform_schema version = %d; want %d", mine, len(migrations))
+	}
+	// The delivery store still opens the file: its version is its own.
+	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatalf("sqlitestore after the platform's tables (user_version %d): %v", user, err)
+	}
+	st.Close()
+}
+
+func TestRefusesAFileNotCouriers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), "CREATE TABLE notes (body TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(t.Context(), path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "not a courier database") {
+		t.Fatalf("Open of another application's file: %v; want a refusal", err)
+	}
+	db, _ = sql.Open("sqlite", "file:"+path)
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_master WHERE name LIKE 'platform%'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("platform tables in a refused file: %d, %v; want none", n, err)
+	}
+}
