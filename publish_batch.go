@@ -2,6 +2,7 @@ package courier
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -56,26 +57,41 @@ func (b *publishBatches) enqueue(ctx context.Context, event store.NewEvent) stor
 }
 
 // commit commits the batch at the head of the queue (the leader's call is
-// its first), hands each call its outcome, and hands the lead on.
+// its first), hands each call its outcome, and hands the lead on: even
+// when the store panics, so that no follower waits for ever.
 func (b *publishBatches) commit(ctx context.Context) {
 	b.mu.Lock()
 	batch := b.waiting[:min(len(b.waiting), maxPublishBatch)]
 	b.waiting = b.waiting[len(batch):]
 	b.mu.Unlock()
 
+	out := make([]store.Enqueued, len(batch))
+	for i := range out {
+		out[i].Err = errCommitAbandoned
+	}
+	defer b.handOn(batch, out)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout)
 	defer cancel()
 	events := make([]store.NewEvent, len(batch))
 	for i, c := range batch {
 		events[i] = c.event
 	}
-	for i, r := range store.EnqueueEach(ctx, b.st, events) {
-		batch[i].result = r
+	copy(out, store.EnqueueEach(ctx, b.st, events))
+}
+
+// errCommitAbandoned is the outcome of a publish whose batch's commit
+// never returned (the store panicked): it may or may not be stored.
+var errCommitAbandoned = fmt.Errorf("%w: the commit of this publish's batch did not return", store.ErrUnknown)
+
+// handOn gives each call of batch its outcome, and the lead to the first
+// call waiting behind the batch, if any.
+func (b *publishBatches) handOn(batch []*publishCall, out []store.Enqueued) {
+	for i, c := range batch {
+		c.result = out[i]
 		if i > 0 {
-			batch[i].wake <- false
+			c.wake <- false
 		}
 	}
-
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.waiting) == 0 {

@@ -113,3 +113,37 @@ func TestFailedCommitFailsItsPublishes(t *testing.T) {
 		t.Errorf("the publish whose context had ended stored its event: %v", err)
 	}
 }
+
+// panicky panics on its first batch.
+type panicky struct {
+	*memstore.Store
+	calls int
+}
+
+func (p *panicky) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]store.Enqueued, error) {
+	if p.calls++; p.calls == 1 {
+		panic("the store broke")
+	}
+	return nil, errors.New("unreachable in this test")
+}
+
+// TestPanickingCommitLeavesNoPublishWaiting: a store that panics in a
+// commit leaves the lead free for the next publish (net/http recovers a
+// handler's panic, and the Service goes on serving).
+func TestPanickingCommitLeavesNoPublishWaiting(t *testing.T) {
+	b := &publishBatches{st: &panicky{Store: memstore.New(time.Now)}, timeout: time.Minute}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the store's panic did not reach the publish that led the commit")
+			}
+		}()
+		b.enqueue(t.Context(), store.NewEvent{Stream: "s", ID: "e1"})
+	}()
+	b.mu.Lock()
+	busy := b.busy
+	b.mu.Unlock()
+	if busy {
+		t.Fatal("after the panic, the batches are still marked busy: every later publish would wait for ever")
+	}
+}
