@@ -148,7 +148,6 @@ func ids[T any](list []T, id func(T) string) []string {
 }
 
 func appID(a platform.Application) string { return a.ID }
-func epID(e platform.Endpoint) string     { return e.ID }
 func msgID(m platform.Message) string     { return m.ID }
 
 // sorted returns a sorted copy.
