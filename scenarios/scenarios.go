@@ -27,6 +27,11 @@ type Scenario struct {
 	// Seeds is how many seeds, from 1, `go test` and RESULTS.md run; 0
 	// for StandardSeeds. Only a scenario too long for that many sets it.
 	Seeds int
+	// ReadsLogs says that Check reads the observation logs
+	// (r.Run.Entries), so Run keeps them. A Check that reads only Stats
+	// and the final records leaves it false, and the run keeps no log:
+	// long-outage's would hold millions of entries, about a gigabyte.
+	ReadsLogs bool
 }
 
 // SeedCount is how many seeds of s `go test` and RESULTS.md run.
@@ -121,7 +126,7 @@ func All() []Scenario {
 				s := r.Stats
 				var c checklist
 				c.expect(s.CircuitOpenings >= 1, "the circuit never opened")
-				c.expect(anyPersistedIn(r.Run, machine.Parked), "no event was persisted as parked")
+				c.expect(s.ParkedWrites > 0, "no event was persisted as parked")
 				c.expect(s.Applied == s.Accepted && s.Dead == 0, "applied %d of %d, dead %d; want all applied", s.Applied, s.Accepted, s.Dead)
 				return c
 			},
@@ -172,10 +177,11 @@ func All() []Scenario {
 			},
 		},
 		{
-			Name:   "poison",
-			Why:    "An event the receiver always rejects is a bad event, not a dead channel: it must be dead-lettered on its own budget while the circuit stays closed.",
-			Faults: poisonID + " is rejected (retryable) on every delivery",
-			Expect: poisonID + " is dead (exhausted) after exactly MaxAttempts sends and kept; the circuit never opens; every other event is delivered; the poison event holds the stream no longer than its retry budget",
+			Name:      "poison",
+			ReadsLogs: true,
+			Why:       "An event the receiver always rejects is a bad event, not a dead channel: it must be dead-lettered on its own budget while the circuit stays closed.",
+			Faults:    poisonID + " is rejected (retryable) on every delivery",
+			Expect:    poisonID + " is dead (exhausted) after exactly MaxAttempts sends and kept; the circuit never opens; every other event is delivered; the poison event holds the stream no longer than its retry budget",
 			World: func(seed uint64) sim.World {
 				w := Base(seed)
 				w.Receiver.Poison = []string{poisonID}
@@ -196,10 +202,11 @@ func All() []Scenario {
 			},
 		},
 		{
-			Name:   "stubborn",
-			Why:    "An event that fails a few times and then succeeds must be retried, not dead-lettered, and must not open the circuit.",
-			Faults: stubbornID + " is rejected (retryable) on its first 4 deliveries",
-			Expect: stubbornID + " is delivered on its 5th attempt; nothing dies; the circuit never opens",
+			Name:      "stubborn",
+			ReadsLogs: true,
+			Why:       "An event that fails a few times and then succeeds must be retried, not dead-lettered, and must not open the circuit.",
+			Faults:    stubbornID + " is rejected (retryable) on its first 4 deliveries",
+			Expect:    stubbornID + " is delivered on its 5th attempt; nothing dies; the circuit never opens",
 			World: func(seed uint64) sim.World {
 				w := Base(seed)
 				w.Receiver.Stubborn = []sim.Stubborn{{ID: stubbornID, Failures: 4}}
@@ -216,10 +223,11 @@ func All() []Scenario {
 			},
 		},
 		{
-			Name:   "restarts-in-outage",
-			Why:    "A sender that restarts while the channel is down must rebuild its backlog and its open circuit from the store alone, and lose nothing.",
-			Faults: "the channel is down from 5s to 25s; the sender restarts at 10s, 15s and 20s, and up to 3 times more right after persisting a batch, before acting on it",
-			Expect: "recovered senders start with the circuit open (parked records); every event is delivered once, in order; nothing dies",
+			Name:      "restarts-in-outage",
+			ReadsLogs: true,
+			Why:       "A sender that restarts while the channel is down must rebuild its backlog and its open circuit from the store alone, and lose nothing.",
+			Faults:    "the channel is down from 5s to 25s; the sender restarts at 10s, 15s and 20s, and up to 3 times more right after persisting a batch, before acting on it",
+			Expect:    "recovered senders start with the circuit open (parked records); every event is delivered once, in order; nothing dies",
 			World: func(seed uint64) sim.World {
 				w := Base(seed)
 				w.Events = 60
@@ -261,8 +269,9 @@ func All() []Scenario {
 			},
 		},
 		{
-			Name: "everything",
-			Why:  "All the faults at once, because real incidents do not come one at a time.",
+			Name:      "everything",
+			ReadsLogs: true,
+			Why:       "All the faults at once, because real incidents do not come one at a time.",
 			Faults: "an outage (10s-20s), a flapping link (25s-35s, 30%), 20% lost replies, 5% of requests held 5s, " +
 				"a poison and a stubborn event, 3 random restarts and up to 3 crashes after persist, a producer that sends twice; faults end at 40s",
 			Expect: "every invariant holds; the poison event is dead and kept; the stubborn event is delivered; every dead letter is exhausted after exactly MaxAttempts sends",
@@ -308,10 +317,11 @@ func ClusterBase(seed uint64) sim.World {
 func clusterScenarios() []Scenario {
 	return []Scenario{
 		{
-			Name:   "lease-takeover",
-			Why:    "When the worker that owns the stream dies, its lease must expire and another worker must take over from the store alone.",
-			Faults: "three workers; the stream's owner crashes at 5s and stays down 10s",
-			Expect: "a second lease goes to another worker (the checker holds every token above the last); every event is applied once, in order; nothing dies",
+			Name:      "lease-takeover",
+			ReadsLogs: true,
+			Why:       "When the worker that owns the stream dies, its lease must expire and another worker must take over from the store alone.",
+			Faults:    "three workers; the stream's owner crashes at 5s and stays down 10s",
+			Expect:    "a second lease goes to another worker (the checker holds every token above the last); every event is applied once, in order; nothing dies",
 			World: func(seed uint64) sim.World {
 				w := ClusterBase(seed)
 				w.Cluster.Crashes = []sim.WorkerFault{{Worker: sim.Owner, At: 5 * time.Second, For: 10 * time.Second}}
@@ -328,10 +338,11 @@ func clusterScenarios() []Scenario {
 			},
 		},
 		{
-			Name:   "zombie",
-			Why:    "A worker that stalls past its lease and wakes up believing it still owns the stream must be fenced off: its writes refused, its late sends harmless.",
-			Faults: "three workers; the stream's owner stalls for 6s (three leases) right after persisting a batch with sends, from 5s",
-			Expect: "another worker takes over; the zombie gives the stream up when it wakes (its own clock says the lease ran out, or the store refuses it); its late sends are absorbed by the receiver; every event is applied once, in order; no event is sent more than MaxAttempts times",
+			Name:      "zombie",
+			ReadsLogs: true,
+			Why:       "A worker that stalls past its lease and wakes up believing it still owns the stream must be fenced off: its writes refused, its late sends harmless.",
+			Faults:    "three workers; the stream's owner stalls for 6s (three leases) right after persisting a batch with sends, from 5s",
+			Expect:    "another worker takes over; the zombie gives the stream up when it wakes (its own clock says the lease ran out, or the store refuses it); its late sends are absorbed by the receiver; every event is applied once, in order; no event is sent more than MaxAttempts times",
 			World: func(seed uint64) sim.World {
 				w := ClusterBase(seed)
 				w.Cluster.Pauses = []sim.Pause{{Worker: sim.Owner, At: 5 * time.Second, For: 6 * time.Second}}
@@ -349,10 +360,11 @@ func clusterScenarios() []Scenario {
 			},
 		},
 		{
-			Name:   "rolling-restarts",
-			Why:    "Deploys restart every worker in turn while events keep coming; the stream must pass from hand to hand without a loss, a duplicate effect or a reorder.",
-			Faults: "three workers under 80 events at ~4/s; the owner crashes at 5s, 10s and 15s, each time down 3s (longer than its lease); skewed clocks (+300ms, -200ms); the store refuses writes from 12s to 13s",
-			Expect: "the stream changes hands at least twice; every event is applied once, in order; nothing dies",
+			Name:      "rolling-restarts",
+			ReadsLogs: true,
+			Why:       "Deploys restart every worker in turn while events keep coming; the stream must pass from hand to hand without a loss, a duplicate effect or a reorder.",
+			Faults:    "three workers under 80 events at ~4/s; the owner crashes at 5s, 10s and 15s, each time down 3s (longer than its lease); skewed clocks (+300ms, -200ms); the store refuses writes from 12s to 13s",
+			Expect:    "the stream changes hands at least twice; every event is applied once, in order; nothing dies",
 			World: func(seed uint64) sim.World {
 				w := ClusterBase(seed)
 				w.Events = 80
@@ -381,9 +393,10 @@ func clusterScenarios() []Scenario {
 // handovers counts the leases granted to a worker other than the one
 // granted the lease before.
 func handovers(run invariants.Run) int {
+	es := entries(run)
 	n, last := 0, ""
-	for i := range run.Entries {
-		if e := &run.Entries[i]; e.Kind == invariants.LeaseGranted {
+	for i := range es {
+		if e := &es[i]; e.Kind == invariants.LeaseGranted {
 			if last != "" && e.Worker != last {
 				n++
 			}
@@ -395,9 +408,10 @@ func handovers(run invariants.Run) int {
 
 // leaseWorkers counts the distinct workers that were granted a lease.
 func leaseWorkers(run invariants.Run) int {
+	es := entries(run)
 	var seen []string
-	for i := range run.Entries {
-		if e := &run.Entries[i]; e.Kind == invariants.LeaseGranted && !slices.Contains(seen, e.Worker) {
+	for i := range es {
+		if e := &es[i]; e.Kind == invariants.LeaseGranted && !slices.Contains(seen, e.Worker) {
 			seen = append(seen, e.Worker)
 		}
 	}
@@ -424,10 +438,11 @@ func Lookup(name string) (Scenario, error) {
 }
 
 // Run simulates the scenario under seed and returns the result with the
-// scenario's own failed expectations, which read the observation logs:
-// the result keeps them (Options.Logs).
+// scenario's own failed expectations. The result keeps the observation
+// logs when the caller asks (Options.Logs) or the scenario's Check reads
+// them (ReadsLogs).
 func (s Scenario) Run(seed uint64, opt sim.Options) (sim.Result, []string, error) {
-	opt.Logs = true
+	opt.Logs = opt.Logs || s.ReadsLogs
 	r, err := sim.Run(s.World(seed), seed, opt)
 	if err != nil {
 		return r, nil, fmt.Errorf("scenario %s: %w", s.Name, err)
@@ -477,30 +492,23 @@ func finalRecord(run invariants.Run, id string) (machine.Record, bool) {
 }
 
 func sendsOf(run invariants.Run, id string) int {
+	es := entries(run)
 	n := 0
-	for i := range run.Entries {
-		if e := &run.Entries[i]; e.Kind == invariants.Sent && e.ID == id {
+	for i := range es {
+		if e := &es[i]; e.Kind == invariants.Sent && e.ID == id {
 			n++
 		}
 	}
 	return n
 }
 
-func anyPersistedIn(run invariants.Run, s machine.State) bool {
-	for i := range run.Entries {
-		if e := &run.Entries[i]; e.Kind == invariants.Persisted && e.Record.State == s {
-			return true // the checks ask only whether one was: stop here
-		}
-	}
-	return false
-}
-
 // heldFor is how long id held the stream: from its first send to the
 // moment it became terminal.
 func heldFor(run invariants.Run, id string) time.Duration {
+	es := entries(run)
 	var first, done time.Time
-	for i := range run.Entries {
-		switch e := &run.Entries[i]; {
+	for i := range es {
+		switch e := &es[i]; {
 		case e.Kind == invariants.Sent && e.ID == id && first.IsZero():
 			first = e.At
 		case e.Kind == invariants.Persisted && e.ID == id && e.Record.State.Terminal() && done.IsZero():
@@ -515,14 +523,25 @@ func heldFor(run invariants.Run, id string) time.Duration {
 
 // recoveredOpen counts restarts after which the sender's circuit was open.
 func recoveredOpen(run invariants.Run) int {
+	es := entries(run)
 	n := 0
-	for i := range run.Entries {
-		if run.Entries[i].Kind == invariants.Restarted && i+1 < len(run.Entries) {
-			next := &run.Entries[i+1]
+	for i := range es {
+		if es[i].Kind == invariants.Restarted && i+1 < len(es) {
+			next := &es[i+1]
 			if next.Kind == invariants.CircuitChanged && next.Circuit == machine.Open {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// entries returns the observation log of run, and panics if the run kept
+// none: a Check that reads the logs of a scenario without ReadsLogs would
+// otherwise count nothing and pass or fail for the wrong reason.
+func entries(run invariants.Run) []invariants.Entry {
+	if run.Entries == nil {
+		panic("scenarios: a Check read the observation log of a run that kept none; set the scenario's ReadsLogs")
+	}
+	return run.Entries
 }

@@ -481,6 +481,9 @@ func (s *sim) persisted(n *node, r *machine.Record) {
 		o = opStorePersist
 	}
 	s.note(n, o, record(r))
+	if r.State == machine.Parked {
+		s.stats.ParkedWrites++
+	}
 	if r.State.Terminal() {
 		s.lastSettle = s.now
 	}

@@ -68,6 +68,7 @@ type Stats struct {
 	MaxSends        int // the most attempts of any one event
 	Probes          int
 	CircuitOpenings int
+	ParkedWrites    int // records persisted in state parked, by workers or the store
 	Restarts        int
 	Crashes         int           // restarts that cut a batch after its persist
 	DuplicateAcks   int           // acknowledgements of an offer whose ID was already accepted

@@ -343,11 +343,11 @@ func TestEventID(t *testing.T) {
 }
 
 // TestStatsAreTheLogs holds the figures the simulator counts as it logs
-// (lease grants, zombie sends, the most sends of an event) to a plain
+// (lease grants, zombie sends, the most sends of an event, parked writes) to a plain
 // count over the logs it returns, on swarm worlds, which have clusters,
 // pauses and superseded leases.
 func TestStatsAreTheLogs(t *testing.T) {
-	zombies := 0
+	zombies, parked := 0, 0
 	for seed := uint64(1); seed <= 60; seed++ {
 		_, res := scenarios.RunSwarmSeed(seed, sim.Options{Logs: true})
 		var want sim.Stats
@@ -364,6 +364,10 @@ func TestStatsAreTheLogs(t *testing.T) {
 				case invariants.LeaseGranted:
 					newest = max(newest, e.Token)
 					want.LeaseGrants++
+				case invariants.Persisted:
+					if e.Record.State == machine.Parked {
+						want.ParkedWrites++
+					}
 				}
 			}
 		}
@@ -373,14 +377,15 @@ func TestStatsAreTheLogs(t *testing.T) {
 			}
 		}
 		got := res.Stats
-		if got.ZombieSends != want.ZombieSends || got.LeaseGrants != want.LeaseGrants || got.MaxSends != want.MaxSends {
-			t.Errorf("seed %d: zombie sends %d, lease grants %d, max sends %d; the logs have %d, %d, %d",
-				seed, got.ZombieSends, got.LeaseGrants, got.MaxSends, want.ZombieSends, want.LeaseGrants, want.MaxSends)
+		if got.ZombieSends != want.ZombieSends || got.LeaseGrants != want.LeaseGrants || got.MaxSends != want.MaxSends || got.ParkedWrites != want.ParkedWrites {
+			t.Errorf("seed %d: zombie sends %d, lease grants %d, max sends %d, parked writes %d; the logs have %d, %d, %d, %d",
+				seed, got.ZombieSends, got.LeaseGrants, got.MaxSends, got.ParkedWrites, want.ZombieSends, want.LeaseGrants, want.MaxSends, want.ParkedWrites)
 		}
 		zombies += want.ZombieSends
+		parked += want.ParkedWrites
 	}
-	if zombies == 0 {
-		t.Errorf("no swarm seed made a zombie send: the test does not reach what it checks")
+	if zombies == 0 || parked == 0 {
+		t.Errorf("zombie sends %d, parked writes %d over the swarm seeds: the test does not reach what it checks", zombies, parked)
 	}
 }
 

@@ -182,7 +182,7 @@ func runScenario(args []string, stdout, stderr io.Writer) (code int) {
 			code = exitCrash
 		}
 	}()
-	r, fails, err := sc.Run(seed, sim.Options{Trace: *trace})
+	r, fails, err := sc.Run(seed, sim.Options{Trace: *trace, Logs: page != nil})
 	if err != nil {
 		fmt.Fprintln(stderr, "simrun run:", err)
 		return exitCrash

@@ -42,7 +42,7 @@ func TestPageEmbedsTheSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := sc.Run(1, sim.Options{})
+	r, _, err := sc.Run(1, sim.Options{Logs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

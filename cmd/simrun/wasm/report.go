@@ -72,7 +72,7 @@ func run(kind, name, seedText string) (rep report) {
 				rep.fill(sim.Result{World: sc.World(seed), Violations: []invariants.Violation{crash}}, nil)
 			}
 		}()
-		r, fails, err := sc.Run(seed, sim.Options{Trace: true})
+		r, fails, err := sc.Run(seed, sim.Options{Trace: true, Logs: true})
 		if err != nil {
 			return report{Error: err.Error()}
 		}
