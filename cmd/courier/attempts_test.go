@@ -6,7 +6,7 @@
 // webhook; a message published meanwhile skips it; PATCH enabled:true
 // clears its failing streak and delivery resumes. An endpoint that only
 // fails is disabled once it has failed for disable_after (reason
-// failing).
+// failing). The first runs on PostgreSQL too.
 package main
 
 import (
@@ -63,8 +63,9 @@ func (s *scripted) received() [][]byte {
 	return append([][]byte(nil), s.bodies...)
 }
 
-// startPlatformWith is startPlatform with a [platform] table.
-func startPlatformWith(t *testing.T, platformTable string) string {
+// startPlatformWith is startPlatform with a [platform] table; set, if
+// not nil, changes the config (onPostgres).
+func startPlatformWith(t *testing.T, platformTable string, set func(*Config)) string {
 	t.Helper()
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
@@ -78,6 +79,9 @@ shutdown_timeout = "2s"
 	}
 	c.Listen = "127.0.0.1:0"
 	c.Database = filepath.Join(t.TempDir(), "courier.db")
+	if set != nil {
+		set(c)
+	}
 	return startServeConfig(t, c)
 }
 
@@ -102,11 +106,17 @@ func disabledWith(reason string) func(map[string]any) bool {
 	return func(h map[string]any) bool { return h["enabled"] == false && h["disabled_reason"] == reason }
 }
 
-func TestEndpointGoneIsDisabledListedAndResumed(t *testing.T) {
+func TestEndpointGoneIsDisabledListedAndResumed(t *testing.T) { testEndpointGone(t, nil) }
+
+func TestEndpointGoneIsDisabledListedAndResumedPostgres(t *testing.T) {
+	testEndpointGone(t, onPostgres(t))
+}
+
+func testEndpointGone(t *testing.T, set func(*Config)) {
 	recv := newScripted(t, http.StatusServiceUnavailable, http.StatusGone)
 	ops := newScripted(t)
 	base := startPlatformWith(t, `operator_webhook = "`+ops.srv.URL+`/ops"
-operator_secret = "`+secret+`"`)
+operator_secret = "`+secret+`"`, set)
 	app := mustCall(t, 201, "POST", base+"/v1/apps", `{"name":"Acme"}`)["id"].(string)
 	ep := mustCall(t, 201, "POST", base+"/v1/apps/"+app+"/endpoints", `{"url":"`+recv.srv.URL+`/hook","secrets":["`+secret+`"]}`)["id"].(string)
 	epURL, msgs := base+"/v1/apps/"+app+"/endpoints/"+ep, base+"/v1/apps/"+app+"/messages"
@@ -177,7 +187,7 @@ operator_secret = "`+secret+`"`)
 // first) disables it.
 func TestEndpointFailingForDisableAfterIsDisabled(t *testing.T) {
 	recv := newScripted(t, 500, 500, 500, 500, 500, 500, 500, 500)
-	base := startPlatformWith(t, `disable_after = "1ms"`)
+	base := startPlatformWith(t, `disable_after = "1ms"`, nil)
 	app := mustCall(t, 201, "POST", base+"/v1/apps", `{"name":"Acme"}`)["id"].(string)
 	ep := mustCall(t, 201, "POST", base+"/v1/apps/"+app+"/endpoints", `{"url":"`+recv.srv.URL+`/hook","secrets":["`+secret+`"]}`)["id"].(string)
 	epURL := base + "/v1/apps/" + app + "/endpoints/" + ep
