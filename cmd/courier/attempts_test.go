@@ -19,6 +19,11 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/courierlab/courier/platform"
+	"github.com/courierlab/courier/platform/platmem"
 	"github.com/courierlab/courier/webhook/receiver"
 )
 
@@ -199,5 +204,40 @@ func TestEndpointFailingForDisableAfterIsDisabled(t *testing.T) {
 	}
 	if n := total(series(scrape(t, base), "courier_platform_endpoints_disabled_total", map[string]string{"reason": "failing"})); n != 1 {
 		t.Errorf("courier_platform_endpoints_disabled_total{reason=failing} = %v; want 1", n)
+	}
+}
+
+// The recorder serve builds counts each attempt its full queue drops in
+// courier.platform.attempts.dropped, and never blocks the sender.
+func TestRecorderDropsAreCounted(t *testing.T) {
+	c, err := ParseConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	rec, err := newRecorder(c, platmem.New(nil), sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for range platform.DefaultAttemptQueue + 3 { // Run is not started: nothing drains the queue
+		if rec.Record(platform.Attempt{}) {
+			kept++
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var dropped int64 = -1
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "courier.platform.attempts.dropped" {
+				dropped = sum.DataPoints[0].Value
+			}
+		}
+	}
+	if kept != platform.DefaultAttemptQueue || dropped != 3 {
+		t.Errorf("kept %d, dropped metric %d; want %d and 3", kept, dropped, platform.DefaultAttemptQueue)
 	}
 }
