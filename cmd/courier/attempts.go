@@ -43,24 +43,25 @@ func attemptOf(ep platform.Endpoint, a channel.Attempt, start time.Time, took ti
 // newRecorder builds the attempt log's recorder from the [platform]
 // config, with its metrics on mp: courier.platform.attempts.dropped
 // (attempts the full queue dropped) and
-// courier.platform.endpoints.disabled{reason}.
-func newRecorder(c *Config, ps platform.Store, mp metric.MeterProvider, log *slog.Logger) (*platform.Recorder, error) {
+// courier.platform.endpoints.disabled{reason}. closeFn releases the
+// operator webhook's connections, once the recorder's Run has returned.
+func newRecorder(c *Config, ps platform.Store, mp metric.MeterProvider, log *slog.Logger) (rec *platform.Recorder, closeFn func(), err error) {
 	m := mp.Meter(instrumentation)
 	dropped, err := m.Int64Counter("courier.platform.attempts.dropped", metric.WithUnit("{attempt}"),
 		metric.WithDescription("HTTP attempts to endpoints left out of the attempt log because its queue was full."))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	disabled, err := m.Int64Counter("courier.platform.endpoints.disabled", metric.WithUnit("{endpoint}"),
 		metric.WithDescription("Endpoints disabled by their health, by reason: gone (HTTP 410) or failing (no success for disable_after)."))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	notify, err := operatorNotifier(c, log)
+	notify, closeFn, err := operatorNotifier(c, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return platform.NewRecorder(platform.RecorderConfig{
+	rec, err = platform.NewRecorder(platform.RecorderConfig{
 		Store:        ps,
 		DisableAfter: c.Platform.DisableAfter.Duration,
 		Retention:    c.Platform.AttemptRetention.Duration,
@@ -71,6 +72,11 @@ func newRecorder(c *Config, ps platform.Store, mp metric.MeterProvider, log *slo
 			notify(ctx, e, reason)
 		},
 	})
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return rec, closeFn, nil
 }
 
 // operatorEvent is the body of the operator webhook, in Standard
@@ -90,10 +96,10 @@ type operatorEvent struct {
 // (platform.operator_webhook) that an endpoint was disabled: one signed
 // POST through an HTTP channel (the SSRF policy and signing of every
 // other send), not retried; a failure is logged. With no webhook
-// configured it does nothing.
-func operatorNotifier(c *Config, log *slog.Logger) (func(context.Context, platform.Endpoint, string), error) {
+// configured it does nothing. closeFn releases its idle connections.
+func operatorNotifier(c *Config, log *slog.Logger) (notify func(context.Context, platform.Endpoint, string), closeFn func(), err error) {
 	if c.Platform.OperatorWebhook == "" {
-		return func(context.Context, platform.Endpoint, string) {}, nil
+		return func(context.Context, platform.Endpoint, string) {}, func() {}, nil
 	}
 	hc := httpchannel.Config{Endpoint: c.Platform.OperatorWebhook, Secrets: []string{c.Platform.OperatorSecret},
 		Logger: slog.New(slog.DiscardHandler)}
@@ -102,9 +108,9 @@ func operatorNotifier(c *Config, log *slog.Logger) (func(context.Context, platfo
 	}
 	ch, err := httpchannel.New(hc)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("config: platform.operator_webhook: %w", err)}
+		return nil, nil, usageError{fmt.Errorf("config: platform.operator_webhook: %w", err)}
 	}
-	return func(ctx context.Context, e platform.Endpoint, reason string) {
+	notify = func(ctx context.Context, e platform.Endpoint, reason string) {
 		var ev operatorEvent
 		ev.Type, ev.Timestamp = "endpoint.disabled", time.Now().UTC()
 		ev.Data.AppID, ev.Data.EndpointID, ev.Data.Reason, ev.Data.DisabledAt = e.AppID, e.ID, reason, e.UpdatedAt
@@ -115,7 +121,8 @@ func operatorNotifier(c *Config, log *slog.Logger) (func(context.Context, platfo
 			log.LogAttrs(ctx, slog.LevelWarn, "operator webhook: not delivered", slog.String("endpoint", e.ID),
 				slog.String("outcome", out.Result.String()), slog.String("detail", out.Detail))
 		}
-	}, nil
+	}
+	return notify, ch.Close, nil
 }
 
 // attemptView is what the API shows of one attempt. The response body

@@ -215,7 +215,7 @@ func TestRecorderDropsAreCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader := sdkmetric.NewManualReader()
-	rec, err := newRecorder(c, platmem.New(nil), sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), slog.New(slog.DiscardHandler))
+	rec, _, err := newRecorder(c, platmem.New(nil), sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,10 +257,11 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	if err != nil {
 		return err
 	}
-	rec, err := newRecorder(c, be.plat, mp, log)
+	rec, closeOps, err := newRecorder(c, be.plat, mp, log)
 	if err != nil {
 		return err
 	}
+	defer closeOps()
 	eps.rec = rec // before the first send: svc.Run starts below
 
 	ln, err := net.Listen("tcp", c.Listen)
