@@ -40,6 +40,26 @@
 // Sending older messages to a new endpoint on request (Svix's "recover")
 // is not built yet.
 //
+// # Attempt log and endpoint health
+//
+// Every HTTP attempt to an endpoint can be kept (Attempt: status,
+// duration, outcome, the first bytes of the receiver's answer) and
+// listed per message or per endpoint, newest first
+// (Store.ListMessageAttempts, Store.ListEndpointAttempts), until a
+// retention prunes it (Store.DeleteAttemptsBefore). Recording an
+// attempt also notes it in the endpoint's EndpointHealth, in the same
+// transaction: the last success, and the failing streak since.
+//
+// A Recorder does this off the delivery path: the sender hands it each
+// attempt (Recorder.Record never blocks; a full queue drops the attempt
+// and counts it), and Recorder.Run writes them, then disables an
+// endpoint whose health says so (DisableReason: a 410 Gone at once,
+// "gone"; failing with no success for RecorderConfig.DisableAfter,
+// default 5 days as Svix, "failing") through Store.DisableEndpoint, which
+// is the Enabled=false of an update, so the endpoint is left out of
+// fan-out and its stream waits. Enabling it again by UpdateEndpoint
+// clears its failing streak.
+//
 // # Stores
 //
 // Store is the contract; platformtest is its conformance suite. platmem

@@ -140,8 +140,8 @@ type Store interface {
 	ListApps(ctx context.Context, after string, limit int) ([]Application, error)
 	// UpdateApp replaces the application's name; UpdatedAt becomes now.
 	UpdateApp(ctx context.Context, a Application) (Application, error)
-	// DeleteApp deletes the application with its endpoints and its
-	// messages. Deliveries already in the delivery store stay there; sent
+	// DeleteApp deletes the application with its endpoints, its
+	// messages and their attempts and health. Deliveries already in the delivery store stay there; sent
 	// to a deleted endpoint they are refused (dead letters).
 	DeleteApp(ctx context.Context, id string) error
 
@@ -155,10 +155,12 @@ type Store interface {
 	// UpdateEndpoint replaces every field of the endpoint e.ID of
 	// application e.AppID but its ID, application and CreatedAt;
 	// UpdatedAt becomes now. ErrNotFound if the application has no such
-	// endpoint.
+	// endpoint. Moving Enabled from false to true clears the endpoint's
+	// failing streak and disabling (EndpointHealth.Reenabled).
 	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	// DeleteEndpoint deletes the endpoint id of application app
-	// (ErrNotFound if it has none). Fan-out entries already recorded stay.
+	// (ErrNotFound if it has none), its health and its attempts. Fan-out
+	// entries already recorded stay.
 	DeleteEndpoint(ctx context.Context, app, id string) error
 
 	// CreateEventType stores a new event type; a name taken fails with
@@ -186,6 +188,39 @@ type Store interface {
 	// Unfinished lists, in ID order after the ID after, messages with a
 	// Pending entry: what a re-drive must finish.
 	Unfinished(ctx context.Context, after string, limit int) ([]Message, error)
+
+	// RecordAttempt adds a (checked by CheckAttempt, kept as CleanAttempt
+	// makes it) to the attempt log and notes it in its endpoint's health
+	// (EndpointHealth.Note), in one transaction, and returns the health
+	// after. ErrNotFound if application a.AppID has no endpoint
+	// a.EndpointID (it was deleted: the attempt is not kept); ErrConflict
+	// if a.ID is taken. The message is not checked: a message outlives
+	// nothing but its application.
+	RecordAttempt(ctx context.Context, a Attempt) (EndpointHealth, error)
+	// ListMessageAttempts lists the attempts of message msg of
+	// application app, newest first (ID order, descending), after the
+	// attempt ID after in that order ("" for the first page).
+	// ErrNotFound if the application has no such message.
+	ListMessageAttempts(ctx context.Context, app, msg, after string, limit int) ([]Attempt, error)
+	// ListEndpointAttempts is ListMessageAttempts for the attempts to
+	// endpoint ep of application app.
+	ListEndpointAttempts(ctx context.Context, app, ep, after string, limit int) ([]Attempt, error)
+	// DeleteAttemptsBefore deletes up to limit attempts whose At is before
+	// t, oldest first, and returns how many it deleted: the retention's
+	// pruning, a page at a time.
+	DeleteAttemptsBefore(ctx context.Context, t time.Time, limit int) (int, error)
+	// GetHealth returns the health of endpoint ep of application app: the
+	// zero EndpointHealth (with its IDs) if no attempt was recorded.
+	// ErrNotFound if the application has no such endpoint.
+	GetHealth(ctx context.Context, app, ep string) (EndpointHealth, error)
+	// DisableEndpoint disables endpoint ep of application app because of
+	// its health (reason DisabledGone or DisabledFailing): Enabled
+	// becomes false, UpdatedAt and the health's DisabledAt now, its
+	// DisabledReason reason. An endpoint disabled already is left as it
+	// is, and changed is false: only one caller disables it. Enabling it
+	// again (UpdateEndpoint with Enabled true) clears the failing streak
+	// and the reason (EndpointHealth.Reenabled).
+	DisableEndpoint(ctx context.Context, app, ep, reason string) (e Endpoint, changed bool, err error)
 }
 
 // MaxLimit is the longest page a list returns.

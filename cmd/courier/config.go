@@ -69,6 +69,51 @@ type Config struct {
 	Streams map[string]*StreamConfig `toml:"streams"`
 	// Metrics tunes the metrics served at /metrics.
 	Metrics MetricsConfig `toml:"metrics"`
+	// Platform tunes the applications' endpoints: their attempt log and
+	// their health.
+	Platform PlatformConfig `toml:"platform"`
+}
+
+// PlatformConfig is the [platform] table of the config.
+type PlatformConfig struct {
+	// AttemptRetention is how long each HTTP attempt to an endpoint is
+	// kept in the attempt log. Default 30 days ("720h").
+	AttemptRetention Duration `toml:"attempt_retention"`
+	// DisableAfter: an endpoint that has failed with no success for this
+	// long is disabled (a 410 Gone disables it at once). Default 5 days
+	// ("120h"), as Svix.
+	DisableAfter Duration `toml:"disable_after"`
+	// OperatorWebhook, if set, receives a signed POST (Standard Webhooks,
+	// with OperatorSecret) each time an endpoint is disabled.
+	OperatorWebhook string `toml:"operator_webhook"`
+	OperatorSecret  string `toml:"operator_secret"`
+}
+
+// check fills the defaults and names the first bad key.
+func (p *PlatformConfig) check() error {
+	if p.AttemptRetention.Duration == 0 {
+		p.AttemptRetention.Duration = platform.DefaultAttemptRetention
+	}
+	if p.DisableAfter.Duration == 0 {
+		p.DisableAfter.Duration = platform.DefaultDisableAfter
+	}
+	switch {
+	case p.AttemptRetention.Duration < time.Minute:
+		return fmt.Errorf("platform.attempt_retention is %v; must be at least 1m", p.AttemptRetention.Duration)
+	case p.DisableAfter.Duration < 0:
+		return fmt.Errorf("platform.disable_after is %v; must be positive", p.DisableAfter.Duration)
+	case p.OperatorWebhook == "" && p.OperatorSecret != "":
+		return errors.New("platform.operator_secret is set but platform.operator_webhook is not")
+	case p.OperatorWebhook == "":
+		return nil
+	}
+	if err := platform.CheckURL("platform.operator_webhook", p.OperatorWebhook); err != nil {
+		return err
+	}
+	if _, err := webhook.ParseSecret(p.OperatorSecret); err != nil {
+		return errors.New("platform.operator_secret: is missing or not a whsec_ secret") // the error might echo the secret
+	}
+	return nil
 }
 
 // StreamConfig is one destination and its delivery policy. Zero fields
@@ -186,6 +231,9 @@ func (c *Config) check() error {
 		return errors.New("max_request_bytes must be positive")
 	}
 	if err := c.Metrics.check(); err != nil {
+		return err
+	}
+	if err := c.Platform.check(); err != nil {
 		return err
 	}
 	for i, t := range c.APITokens {

@@ -74,6 +74,15 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 		{"short token", "api_tokens = [\"short\"]", "api_tokens[0]"},
 		{"bad stream name", "[streams.\"a b\"]\nurl = \"https://example.com/\"\nsecrets = [\"" + secret + "\"]", `streams."a b"`},
 		{"not TOML", "listen = ", "config:"},
+		{"unknown platform key", "[platform]\nretention = \"1h\"", "unknown field platform.retention"},
+		{"retention too short", "[platform]\nattempt_retention = \"1s\"", "platform.attempt_retention"},
+		{"retention negative", "[platform]\nattempt_retention = \"-1h\"", "platform.attempt_retention"},
+		{"retention without unit", "[platform]\nattempt_retention = 30", "attempt_retention"},
+		{"disable_after negative", "[platform]\ndisable_after = \"-1h\"", "platform.disable_after"},
+		{"operator webhook not a URL", "[platform]\noperator_webhook = \"ftp://x/\"\noperator_secret = \"" + secret + "\"", "platform.operator_webhook"},
+		{"operator webhook without secret", "[platform]\noperator_webhook = \"https://ops.example.com/\"", "platform.operator_secret"},
+		{"operator secret bad", "[platform]\noperator_webhook = \"https://ops.example.com/\"\noperator_secret = \"hunter2\"", "platform.operator_secret"},
+		{"operator secret alone", "[platform]\noperator_secret = \"" + secret + "\"", "platform.operator_webhook"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig(tc.text)
@@ -164,5 +173,27 @@ func TestWorkersDefaultByStore(t *testing.T) {
 		if got := c.workers(); got != tc.want {
 			t.Errorf("%q: %d workers, want %d", tc.text, got, tc.want)
 		}
+	}
+}
+
+// The [platform] table is read as written, and its keys left out take
+// the documented defaults.
+func TestParseConfigPlatform(t *testing.T) {
+	c, err := ParseConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Platform; p.AttemptRetention.Duration != 30*24*time.Hour || p.DisableAfter.Duration != 5*24*time.Hour || p.OperatorWebhook != "" {
+		t.Errorf("defaults = %+v; want 720h, 120h and no operator webhook", p)
+	}
+	c, err = ParseConfig("[platform]\nattempt_retention = \"48h\"\ndisable_after = \"90m\"\n" +
+		"operator_webhook = \"https://ops.example.com/hook\"\noperator_secret = \"" + secret + "\"")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PlatformConfig{AttemptRetention: Duration{48 * time.Hour}, DisableAfter: Duration{90 * time.Minute},
+		OperatorWebhook: "https://ops.example.com/hook", OperatorSecret: secret}
+	if c.Platform != want {
+		t.Errorf("read %+v; want %+v", c.Platform, want)
 	}
 }

@@ -71,6 +71,9 @@
 //	POST /v1/event-types  GET /v1/event-types
 //	POST /v1/apps/{app}/messages  {"event_type": "...", "payload": <JSON>, "idempotency_key": "..."}  fan-out
 //	GET  /v1/apps/{app}/messages/{message}                              each delivery's state
+//	GET  /v1/apps/{app}/messages/{message}/attempts                     its HTTP attempts, newest first
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/attempts                   the endpoint's, newest first
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/health                     last success, failing streak, disabling
 //
 // A message becomes one event per enabled endpoint whose filter matches,
 // on the endpoint's stream (its ID), with the ID message.endpoint (the

@@ -26,6 +26,8 @@ type endpointChannels struct {
 	plat          platform.Store
 	allowLoopback bool
 	log           *slog.Logger
+	// rec, if not nil, receives every HTTP attempt for the attempt log.
+	rec *platform.Recorder
 
 	mu    sync.Mutex
 	built map[string]builtChannel // endpoint ID -> its channel
@@ -64,17 +66,25 @@ func (e *endpointChannels) Check(_, id string, payload []byte) error {
 	return nil
 }
 
-// channel returns the channel of stream's endpoint as it is now, or the
-// outcome to answer instead: refused if the endpoint is gone (it can never
-// be delivered: a dead letter, kept), failed if the store did not answer.
-func (e *endpointChannels) channel(ctx context.Context, stream string) (*httpchannel.Channel, channel.Outcome, bool) {
+// channel returns the channel of stream's endpoint as it is now, and the
+// endpoint, or the outcome to answer instead: refused if the endpoint is
+// gone (it can never be delivered: a dead letter, kept), failed if the
+// store did not answer.
+func (e *endpointChannels) channel(ctx context.Context, stream string) (*httpchannel.Channel, platform.Endpoint, channel.Outcome, bool) {
 	ep, err := e.plat.GetEndpoint(ctx, stream)
 	if errors.Is(err, platform.ErrNotFound) {
-		return nil, channel.Outcome{Result: machine.OutcomeRefused, Detail: "endpoint " + stream + " was deleted"}, false
+		return nil, ep, channel.Outcome{Result: machine.OutcomeRefused, Detail: "endpoint " + stream + " was deleted"}, false
 	}
 	if err != nil {
-		return nil, channel.Outcome{Result: machine.OutcomeFailed, Detail: channel.Truncate("reading the endpoint: " + err.Error())}, false
+		return nil, ep, channel.Outcome{Result: machine.OutcomeFailed, Detail: channel.Truncate("reading the endpoint: " + err.Error())}, false
 	}
+	ch, out, ok := e.build(ep)
+	return ch, ep, out, ok
+}
+
+// build returns ep's channel, built anew if ep changed since.
+func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, channel.Outcome, bool) {
+	stream := platform.StreamOf(ep.ID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if b, ok := e.built[ep.ID]; ok && b.updated.Equal(ep.UpdatedAt) {
@@ -101,16 +111,26 @@ func (e *endpointChannels) channel(ctx context.Context, stream string) (*httpcha
 	return ch, channel.Outcome{}, true
 }
 
+// Send sends the attempt to the endpoint as it is now and, with an
+// attempt log, hands the attempt and the answer to it (never waiting).
 func (e *endpointChannels) Send(ctx context.Context, a channel.Attempt) channel.Outcome {
-	ch, out, ok := e.channel(ctx, a.Stream)
+	ch, ep, out, ok := e.channel(ctx, a.Stream)
 	if !ok {
 		return out
 	}
-	return ch.Send(ctx, a)
+	if e.rec == nil {
+		return ch.Send(ctx, a)
+	}
+	start := time.Now()
+	out, resp := ch.SendResponse(ctx, a)
+	if rec, ok := attemptOf(ep, a, start, time.Since(start), out, resp); ok {
+		e.rec.Record(rec)
+	}
+	return out
 }
 
 func (e *endpointChannels) Probe(ctx context.Context, stream string) channel.Outcome {
-	ch, out, ok := e.channel(ctx, stream)
+	ch, _, out, ok := e.channel(ctx, stream)
 	if !ok {
 		if out.Result == machine.OutcomeRefused {
 			out.Result = machine.OutcomeFailed // a probe only says healthy or not

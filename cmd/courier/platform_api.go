@@ -54,6 +54,9 @@ func (a *api) platformRoutes() []route {
 		{"GET", "/v1/event-types", true, a.listEventTypes},
 		{"POST", "/v1/apps/{app}/messages", true, a.createMessage},
 		{"GET", "/v1/apps/{app}/messages/{message}", true, a.getMessage},
+		{"GET", "/v1/apps/{app}/messages/{message}/attempts", true, a.listMessageAttempts},
+		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/attempts", true, a.listEndpointAttempts},
+		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/health", true, a.endpointHealth},
 	}
 }
 

@@ -71,6 +71,19 @@ func TestPlatformBadInputsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"POST", base + "/v1/apps/app_nope/messages", `{"event_type":"known","payload":1}`, 404, "application"},
 		{"GET", base + "/v1/apps/" + other + "/messages/" + msg, ``, 404, "message"},
 		{"GET", base + "/v1/streams/ep_00000000000000000000000000/dead", ``, 404, "endpoint"},
+		{"GET", msgs + "/" + msg + "/attempts?limit=0", ``, 400, "limit"},
+		{"GET", msgs + "/" + msg + "/attempts?limit=abc", ``, 400, "limit"},
+		{"GET", msgs + "/" + msg + "/attempts?after=msg_x", ``, 400, "after"},
+		{"GET", base + "/v1/apps/" + other + "/messages/" + msg + "/attempts", ``, 404, "message"},
+		{"GET", base + "/v1/apps/app_nope/messages/" + msg + "/attempts", ``, 404, "message"},
+		{"GET", msgs + "/msg_nope/attempts", ``, 404, "message"},
+		{"GET", eps + "/" + ep + "/attempts?limit=1001", ``, 400, "limit"},
+		{"GET", eps + "/" + ep + "/attempts?after=" + ep, ``, 400, "after"},
+		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/attempts", ``, 404, "endpoint"},
+		{"GET", eps + "/ep_nope/attempts", ``, 404, "endpoint"},
+		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/health", ``, 404, "endpoint"},
+		{"GET", base + "/v1/apps/app_nope/endpoints/" + ep + "/health", ``, 404, "endpoint"},
+		{"GET", eps + "/ep_nope/health", ``, 404, "endpoint"},
 	} {
 		r := call(t, c.method, c.url, token, c.body)
 		msg, _ := r.body["error"].(string)

@@ -257,6 +257,12 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	if err != nil {
 		return err
 	}
+	rec, closeOps, err := newRecorder(c, be.plat, mp, log)
+	if err != nil {
+		return err
+	}
+	defer closeOps()
+	eps.rec = rec // before the first send: svc.Run starts below
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -277,6 +283,11 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	go func() { ran <- svc.Run(runCtx) }()
 	redriven := make(chan error, 1)
 	go func() { redriven <- plat.Run(runCtx) }()
+	// The attempt log stops after the worker, whose last attempts it writes.
+	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRec()
+	logged := make(chan error, 1)
+	go func() { logged <- rec.Run(recCtx) }()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("courier serving", slog.String("addr", ln.Addr().String()), slog.String("store", be.desc),
@@ -291,6 +302,8 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		stopRun()
 		<-ran
 		<-redriven
+		stopRec()
+		<-logged
 		return fmt.Errorf("http: %w", err)
 	}
 	// Stop accepting first, let publishes in progress finish, then drain
@@ -304,6 +317,8 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	stopRun()
 	err = <-ran
 	<-redriven
+	stopRec()
+	<-logged
 	log.Info("courier stopped")
 	return err
 }

@@ -1,9 +1,10 @@
 // This file proves the README's platform walkthrough as a user runs it:
-// its five lines, read from README.md, run in bash (with curl and jq)
+// its six lines, read from README.md, run in bash (with curl and jq)
 // against the built binary's serve and receive on free ports, the
 // example config. The receiver must print the line the README shows;
 // the message must show its delivery enqueued, then delivered; and the
-// replay of a delivered delivery must answer 409, as the README says.
+// replay of a delivered delivery must answer 409, as the README says;
+// and the message's attempts must list the delivered attempt.
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 	"time"
 )
 
-// readWalkthrough returns the five lines of the README's platform
+// readWalkthrough returns the six lines of the README's platform
 // walkthrough and the receiver's line shown after them.
 func readWalkthrough(t *testing.T) (lines []string, applied string) {
 	t.Helper()
@@ -30,8 +31,8 @@ func readWalkthrough(t *testing.T) (lines []string, applied string) {
 			blocks = append(blocks, strings.Split(strings.TrimSpace(part), "\n"))
 		}
 	}
-	if len(blocks) < 2 || blocks[0][0] != "sh" || len(blocks[0]) != 6 {
-		t.Fatalf("README walkthrough: want a sh block of 5 lines then the receiver's line, got %q", blocks)
+	if len(blocks) < 2 || blocks[0][0] != "sh" || len(blocks[0]) != 7 {
+		t.Fatalf("README walkthrough: want a sh block of 6 lines then the receiver's line, got %q", blocks)
 	}
 	return blocks[0][1:], blocks[1][0]
 }
@@ -95,6 +96,16 @@ func TestProcessREADMEWalkthrough(t *testing.T) {
 	}
 	if got := run(env + sl[4] + " -o /dev/null -w '%{http_code}'"); got != "409" {
 		t.Errorf("replaying the delivered delivery answered %s; the README says 409", got)
+	}
+	// The attempt log is written off the delivery path: it may lag a little.
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		shown = run(env + sl[5])
+		if strings.Contains(shown, `"outcome":"delivered"`) || time.Now().After(end) {
+			break
+		}
+	}
+	if !strings.Contains(shown, `"outcome":"delivered"`) || !strings.Contains(shown, `"delivery_id":"`+ids[2]+"."+ids[1]+`"`) {
+		t.Errorf("the sixth line showed\n%s\nnot the delivered attempt of %s.%s", shown, ids[2], ids[1])
 	}
 	found := false
 	for _, line := range strings.Split(mustRead(t, recvOut), "\n") {

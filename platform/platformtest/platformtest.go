@@ -49,6 +49,11 @@ var checks = []struct {
 	{"delete-app-cascades", deleteAppCascades},
 	{"cancelled-context", cancelledContext},
 	{"malformed-ids-not-found", malformedIDsNotFound},
+	{"attempts-log", attemptsLog},
+	{"attempts-bad-arguments", attemptsBadArguments},
+	{"attempts-retention", attemptsRetention},
+	{"endpoint-health", endpointHealth},
+	{"disable-endpoint", disableEndpoint},
 }
 
 // env is one check's store and clock.

@@ -23,6 +23,8 @@ type Store struct {
 	types     map[string]platform.EventType
 	messages  map[string]platform.Message
 	keys      map[string]string // app + "\x00" + idempotency key -> message ID
+	attempts  map[string]platform.Attempt
+	health    map[string]platform.EndpointHealth // by endpoint ID
 }
 
 var _ platform.Store = (*Store)(nil)
@@ -33,7 +35,8 @@ func New(now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{now: now, apps: map[string]platform.Application{}, endpoints: map[string]platform.Endpoint{},
-		types: map[string]platform.EventType{}, messages: map[string]platform.Message{}, keys: map[string]string{}}
+		types: map[string]platform.EventType{}, messages: map[string]platform.Message{}, keys: map[string]string{},
+		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}}
 }
 
 // clock is the store's now, at the microsecond, as the SQL stores keep it.
@@ -147,6 +150,12 @@ func (s *Store) DeleteApp(ctx context.Context, id string) error {
 			delete(s.keys, k)
 		}
 	}
+	s.forgetAttempts(func(a platform.Attempt) bool { return a.AppID == id })
+	for k, h := range s.health {
+		if h.AppID == id {
+			delete(s.health, k)
+		}
+	}
 	return nil
 }
 
@@ -242,6 +251,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfo
 	e = copyEndpoint(e)
 	e.CreatedAt, e.UpdatedAt = old.CreatedAt, s.clock()
 	s.endpoints[e.ID] = e
+	if h, ok := s.health[e.ID]; ok && e.Enabled && !old.Enabled {
+		s.health[e.ID] = h.Reenabled()
+	}
 	return copyEndpoint(e), nil
 }
 
@@ -254,6 +266,8 @@ func (s *Store) DeleteEndpoint(ctx context.Context, app, id string) error {
 		return notFound("endpoint", id)
 	}
 	delete(s.endpoints, id)
+	delete(s.health, id)
+	s.forgetAttempts(func(a platform.Attempt) bool { return a.EndpointID == id })
 	return nil
 }
 

@@ -1,7 +1,7 @@
 // This file proves that platsqlite passes the platformtest conformance
 // suite on a real file shared with the delivery store, that its tables
-// survive a reopen, and that it refuses a file the delivery store has
-// not made courier's.
+// survive a reopen, that a file of schema version 1 is upgraded, and
+// that it refuses a file the delivery store has not made courier's.
 package platsqlite
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/platform/platformtest"
 	"github.com/courierlab/courier/store/sqlitestore"
+	"github.com/courierlab/courier/webhook"
 )
 
 // open opens a fresh courier file: the delivery store first, then the
@@ -91,5 +92,47 @@ func TestRefusesAFileNotCouriers(t *testing.T) {
 	var n int
 	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_master WHERE name LIKE 'platform%'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("platform tables in a refused file: %d, %v; want none", n, err)
+	}
+}
+
+// A file at platform schema version 1 (before the attempt log) is
+// brought to the latest version at Open, its rows kept: its endpoint
+// then takes attempts.
+func TestUpgradesFromVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "courier.db")
+	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	app, ep, msg := platform.NewID(platform.AppKind, at), platform.NewID(platform.EndpointKind, at), platform.NewID(platform.MessageKind, at)
+	for _, q := range []string{`CREATE TABLE platform_schema (version integer NOT NULL)`, `INSERT INTO platform_schema VALUES (1)`, migrations[0],
+		`INSERT INTO platform_apps VALUES ('` + app + `', 'old', 1, 1)`,
+		`INSERT INTO platform_endpoints VALUES ('` + ep + `', '` + app + `', 'https://example.com/', '', '[]', '["` + webhook.NewSecret() + `"]', 1, 'strict', 1, 1)`,
+		`INSERT INTO platform_messages VALUES ('` + msg + `', '` + app + `', 't', '', X'7B7D', 1)`,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var version int
+	if err := s.w.QueryRowContext(t.Context(), `SELECT version FROM platform_schema`).Scan(&version); err != nil || version != len(migrations) {
+		t.Fatalf("platform_schema version = %d, %v; want %d", version, err, len(migrations))
+	}
+	h, err := s.RecordAttempt(t.Context(), platform.Attempt{ID: platform.NewID(platform.AttemptKind, at), AppID: app, MessageID: msg,
+		EndpointID: ep, DeliveryID: platform.DeliveryID(msg, ep), At: at, Status: 503, Outcome: platform.OutcomeFailed})
+	if err != nil || h.Streak != 1 {
+		t.Errorf("RecordAttempt on the upgraded file = %+v, %v; want a streak of 1", h, err)
 	}
 }

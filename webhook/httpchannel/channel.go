@@ -126,16 +126,44 @@ func (c *Channel) endpoint(stream string) (*url.URL, bool) {
 // Send POSTs one attempt, signed, and maps the answer to an Outcome (see
 // the package doc for the table).
 func (c *Channel) Send(ctx context.Context, a channel.Attempt) channel.Outcome {
+	o, _ := c.send(ctx, a, false)
+	return o
+}
+
+// MaxKeptBodyBytes bounds Response.Body: an attempt log keeps this much
+// of a receiver's answer, enough for an error message, never a dump.
+const MaxKeptBodyBytes = 4 << 10
+
+// Response is what a receiver answered to one attempt, for an attempt
+// log: its headers and the first bytes of its body (at most
+// MaxKeptBodyBytes, and at most Config.MaxResponseBytes, which is all
+// the channel reads). Both are nil when no answer came (a timeout, a
+// refused connection, the SSRF policy).
+type Response struct {
+	Header http.Header
+	Body   []byte
+}
+
+// SendResponse is Send that also returns the receiver's answer. Send
+// reads the same bytes and discards them; the outcome is the same.
+// The headers and body are the receiver's words: a caller that shows
+// them to someone else must treat them as untrusted text.
+func (c *Channel) SendResponse(ctx context.Context, a channel.Attempt) (channel.Outcome, Response) {
+	return c.send(ctx, a, true)
+}
+
+// send is Send, keeping the answer if keep.
+func (c *Channel) send(ctx context.Context, a channel.Attempt, keep bool) (channel.Outcome, Response) {
 	if err := c.Check(a.Stream, a.ID, a.Payload); err != nil {
 		// Check should have refused this at acceptance; it can never succeed.
-		return channel.Outcome{Result: machine.OutcomeRefused, Detail: channel.Truncate(err.Error())}
+		return channel.Outcome{Result: machine.OutcomeRefused, Detail: channel.Truncate(err.Error())}, Response{}
 	}
 	u, _ := c.endpoint(a.Stream)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(a.Payload))
 	if err != nil {
-		return channel.Outcome{Result: machine.OutcomeRefused, Detail: "cannot build the request"}
+		return channel.Outcome{Result: machine.OutcomeRefused, Detail: "cannot build the request"}, Response{}
 	}
 	h := req.Header
 	h.Set("User-Agent", userAgent())
@@ -148,7 +176,7 @@ func (c *Channel) Send(ctx context.Context, a channel.Attempt) channel.Outcome {
 		h.Set(webhook.HeaderSequence, strconv.FormatUint(a.Seq, 10))
 	}
 	h.Set(webhook.HeaderAttempt, strconv.Itoa(a.Attempt))
-	return c.do(ctx, req)
+	return c.do(ctx, req, keep)
 }
 
 // Probe sends the configured cheap request to stream's endpoint; its
@@ -170,20 +198,27 @@ func (c *Channel) Probe(ctx context.Context, stream string) channel.Outcome {
 	}
 	req.Header.Set("User-Agent", userAgent())
 	req.Header.Set(HeaderProbe, "1")
-	return c.do(ctx, req)
+	o, _ := c.do(ctx, req, false)
+	return o
 }
 
-// do sends req and classifies what came back.
-func (c *Channel) do(ctx context.Context, req *http.Request) channel.Outcome {
+// do sends req and classifies what came back; if keep, it returns the
+// answer's headers and first bytes too.
+func (c *Channel) do(ctx context.Context, req *http.Request, keep bool) (channel.Outcome, Response) {
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return classifyError(ctx, err, c.cfg.AttemptTimeout)
+		return classifyError(ctx, err, c.cfg.AttemptTimeout), Response{}
 	}
-	// Read a little, discard it, and close: a receiver's body is never
-	// evidence, and a huge one must not hold the attempt.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, c.cfg.MaxResponseBytes))
+	// Read a little and close: a receiver's body never decides the
+	// outcome, and a huge one must not hold the attempt.
+	var kept Response
+	if keep {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, min(c.cfg.MaxResponseBytes, MaxKeptBodyBytes)))
+		kept = Response{Header: resp.Header.Clone(), Body: body}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, c.cfg.MaxResponseBytes-int64(len(kept.Body))))
 	_ = resp.Body.Close()
-	return classifyStatus(resp.StatusCode, resp.Header, c.cfg.Now(), c.cfg.reject)
+	return classifyStatus(resp.StatusCode, resp.Header, c.cfg.Now(), c.cfg.reject), kept
 }
 
 // classifyStatus is the outcome table: 2xx is delivered, a status the

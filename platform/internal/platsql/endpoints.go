@@ -153,13 +153,14 @@ func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 	}
 	var out platform.Endpoint
 	err := c.write(ctx, "UpdateEndpoint", func(tx Tx, now int64) error {
-		var id string
-		err := tx.QueryRow(ctx, `SELECT id FROM platform_endpoints WHERE id = $1 AND app_id = $2`, e.ID, e.AppID).Scan(&id)
-		if c.d.NoRows(err) {
-			return notFound("endpoint", e.ID)
-		}
+		_, wasEnabled, err := c.endpointOfApp(ctx, tx, e.AppID, e.ID, c.d.Update)
 		if err != nil {
 			return err
+		}
+		if e.Enabled && !wasEnabled {
+			if err := c.reenable(ctx, tx, e.AppID, e.ID); err != nil {
+				return err
+			}
 		}
 		if err := c.checkTypes(ctx, tx, e.EventTypes); err != nil {
 			return err
@@ -187,6 +188,11 @@ func (c *Core) DeleteEndpoint(ctx context.Context, app, id string) error {
 		n, err := tx.Exec(ctx, `DELETE FROM platform_endpoints WHERE id = $1 AND app_id = $2`, id, app)
 		if err == nil && n == 0 {
 			err = notFound("endpoint", id)
+		}
+		for _, q := range []string{`DELETE FROM platform_attempts WHERE endpoint_id = $1`, `DELETE FROM platform_endpoint_health WHERE endpoint_id = $1`} {
+			if err == nil {
+				_, err = tx.Exec(ctx, q, id)
+			}
 		}
 		return err
 	})
