@@ -74,6 +74,8 @@
 //	GET  /v1/apps/{app}/messages/{message}/attempts                     its HTTP attempts, newest first
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/attempts                   the endpoint's, newest first
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/health                     last success, failing streak, disabling
+//	POST /v1/apps/{app}/endpoints/{endpoint}/replay  {"since": "..."}   bulk replay of its dead letters: a job, 202
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/replay/{job}               the job's progress
 //
 // A message becomes one event per enabled endpoint whose filter matches,
 // on the endpoint's stream (its ID), with the ID message.endpoint (the

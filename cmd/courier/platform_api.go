@@ -57,6 +57,8 @@ func (a *api) platformRoutes() []route {
 		{"GET", "/v1/apps/{app}/messages/{message}/attempts", true, a.listMessageAttempts},
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/attempts", true, a.listEndpointAttempts},
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/health", true, a.endpointHealth},
+		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay", true, a.startReplay},
+		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/replay/{job}", true, a.getReplay},
 	}
 }
 

@@ -84,6 +84,14 @@ func TestPlatformBadInputsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/health", ``, 404, "endpoint"},
 		{"GET", base + "/v1/apps/app_nope/endpoints/" + ep + "/health", ``, 404, "endpoint"},
 		{"GET", eps + "/ep_nope/health", ``, 404, "endpoint"},
+		{"POST", eps + "/" + ep + "/replay", `{"since":"yesterday"}`, 400, "since"},
+		{"POST", eps + "/" + ep + "/replay", `{"since":"2999-01-01T00:00:00Z"}`, 400, "since"},
+		{"POST", eps + "/" + ep + "/replay", `{"since":1}`, 400, "since"},
+		{"POST", eps + "/" + ep + "/replay", `{"sinse":"2020-01-01T00:00:00Z"}`, 400, "sinse"},
+		{"POST", base + "/v1/apps/" + other + "/endpoints/" + ep + "/replay", `{}`, 404, "endpoint"},
+		{"POST", eps + "/ep_nope/replay", ``, 404, "endpoint"},
+		{"GET", eps + "/" + ep + "/replay/rpl_nope", ``, 404, "replay job"},
+		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/replay/rpl_nope", ``, 404, "endpoint"},
 	} {
 		r := call(t, c.method, c.url, token, c.body)
 		msg, _ := r.body["error"].(string)
