@@ -92,6 +92,17 @@ func TestPlatformBadInputsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"POST", eps + "/ep_nope/replay", ``, 404, "endpoint"},
 		{"GET", eps + "/" + ep + "/replay/rpl_nope", ``, 404, "replay job"},
 		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/replay/rpl_nope", ``, 404, "endpoint"},
+		{"GET", msgs + "?event_type=a%20b", ``, 400, "event_type"},
+		{"GET", msgs + "?before=yesterday", ``, 400, "before"},
+		{"GET", msgs + "?after=2020", ``, 400, "after"},
+		{"GET", msgs + "?limit=0", ``, 400, "limit"},
+		{"GET", msgs + "?cursor=" + ep, ``, 400, "cursor"},
+		{"GET", base + "/v1/apps/app_nope/messages", ``, 404, "application"},
+		{"GET", eps + "/" + ep + "/deliveries", ``, 400, "state"},
+		{"GET", eps + "/" + ep + "/deliveries?state=pending", ``, 400, "state"},
+		{"GET", eps + "/" + ep + "/deliveries?state=dead&after=-1", ``, 400, "after"},
+		{"GET", eps + "/" + ep + "/deliveries?state=dead&limit=1001", ``, 400, "limit"},
+		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/deliveries?state=dead", ``, 404, "endpoint"},
 	} {
 		r := call(t, c.method, c.url, token, c.body)
 		msg, _ := r.body["error"].(string)

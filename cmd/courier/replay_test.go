@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,6 +50,12 @@ func testBulkReplay(t *testing.T, set func(*Config)) {
 	since := time.Now().UTC()
 	time.Sleep(20 * time.Millisecond)
 	later := []string{die("2"), die("3")}
+	// The three are the endpoint's dead deliveries, in stream order.
+	dead := mustCall(t, 200, "GET", epURL+"/deliveries?state=dead&limit=2", "")
+	rest := mustCall(t, 200, "GET", epURL+"/deliveries?state=dead&limit=2&after="+strconv.Itoa(int(dead["next_after"].(float64))), "")
+	if got := append(eventIDs(dead), eventIDs(rest)...); !slices.Equal(got, []string{first, later[0], later[1]}) || rest["next_after"] != nil {
+		t.Errorf("dead deliveries in two pages = %v, then %v; want %s %v, no third page", dead, rest, first, later)
+	}
 
 	job := runReplay(t, epURL, `{"since":"`+since.Format(time.RFC3339Nano)+`"}`)
 	if job["listed"] != 2.0 || job["replayed"] != 2.0 || job["skipped"] != 0.0 || job["failed"] != 0.0 || job["state"] != "done" {
@@ -64,6 +72,9 @@ func testBulkReplay(t *testing.T, set func(*Config)) {
 		t.Errorf("the job without since = %v; want the 1 dead letter left listed and replayed", job)
 	}
 	awaitState(t, base, first, "delivered")
+	if left := mustCall(t, 200, "GET", epURL+"/deliveries?state=dead", ""); len(eventIDs(left)) != 0 {
+		t.Errorf("dead deliveries after both jobs = %v; want none", left)
+	}
 	if n := len(recv.received()); n != 6 {
 		t.Errorf("the receiver got %d requests; want 6 (three 410s, three deliveries)", n)
 	}
@@ -80,6 +91,15 @@ func runReplay(t *testing.T, epURL, body string) map[string]any {
 	}
 	return awaitAnswer(t, "the job done", func() map[string]any { return mustCall(t, 200, "GET", epURL+"/replay/"+id, "") },
 		func(v map[string]any) bool { return v["done"] == true })
+}
+
+// eventIDs is the IDs of a page's data.
+func eventIDs(page map[string]any) []string {
+	out := []string{}
+	for _, d := range page["data"].([]any) {
+		out = append(out, d.(map[string]any)["id"].(string))
+	}
+	return out
 }
 
 func awaitState(t *testing.T, base, id, state string) {
