@@ -17,19 +17,30 @@ import (
 // "batch retry"): POST .../endpoints/{endpoint}/replay starts a job in
 // serve and answers 202 with its ID; GET .../replay/{job} shows its
 // progress. A job pages through the endpoint's stream's dead letters
-// (store.DeadLetters) and replays each (store.Replay), one at a time,
-// replayPace apart. Jobs live in memory: a restart forgets them, and a
-// job run again is safe, because the store refuses to replay a record
-// that is no longer dead (counted as skipped).
+// (store.DeadLetters) and replays the chosen ones (store.Replay). Jobs
+// live in memory: a restart forgets them, and a job run again is safe,
+// because the store refuses to replay a record that is no longer dead
+// (counted as skipped).
+//
+// Pacing. Each replay revokes the stream's lease: its owner drops its
+// machine, and an attempt it had in flight is retried by the next owner
+// only after the attempt timeout, since its outcome is unknown. So a job
+// replays a page back to back (an owner seldom takes the stream between
+// two replays), then waits until the page's last replayed event is
+// delivered or dead again, for at most replaySettleMax, before the next
+// page: it never runs ahead of delivery, and in practice revokes a busy
+// owner about once a page. (Replaying them one by one, 20 ms apart, made
+// TestBulkReplayOfAnEndpoint wait the 30 s attempt timeout in 2 runs of
+// 8; back to back, in none of 20.)
 
 const (
-	// replayPace is the pause between two replays of a job. Each replay
-	// revokes the stream's lease (its owner rebuilds its machine), so a
-	// job of thousands must not do them back to back: at most 50 a
-	// second, and delivery of the replayed events goes on meanwhile.
-	replayPace = 20 * time.Millisecond
-	// replayPage is how many dead letters a job lists at a time.
+	// replayPage is how many dead letters a job lists, and replays back
+	// to back, at a time.
 	replayPage = 100
+	// replaySettlePoll is how often a job reads whether its page's last
+	// replayed event has settled; replaySettleMax bounds the wait.
+	replaySettlePoll = 100 * time.Millisecond
+	replaySettleMax  = 10 * time.Second
 	// maxReplayJobs bounds the jobs kept in memory; the oldest finished
 	// job is forgotten first.
 	maxReplayJobs = 100
@@ -100,9 +111,12 @@ func (j *replayJob) running() bool {
 
 // replays runs the bulk replay jobs of one serve, until stop.
 type replays struct {
-	st   store.Store
-	log  *slog.Logger
-	pace time.Duration
+	st  store.Store
+	log *slog.Logger
+	// page, settlePoll and settleMax are replayPage, replaySettlePoll and
+	// replaySettleMax but in tests.
+	page                  int
+	settlePoll, settleMax time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -116,7 +130,8 @@ type replays struct {
 
 func newReplays(st store.Store, log *slog.Logger) *replays {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &replays{st: st, log: log, pace: replayPace, ctx: ctx, cancel: cancel, jobs: map[string]*replayJob{}}
+	return &replays{st: st, log: log, page: replayPage, settlePoll: replaySettlePoll, settleMax: replaySettleMax,
+		ctx: ctx, cancel: cancel, jobs: map[string]*replayJob{}}
 }
 
 // errReplayRunning: the endpoint has a job running already.
@@ -182,28 +197,30 @@ func (rp *replays) stop() {
 }
 
 // run pages through the stream's dead letters in Seq order and replays
-// the chosen ones. A replayed event that dies again has the same Seq,
-// behind the job, so a job ends.
+// the chosen ones, a page at a time. A replayed event that dies again
+// has the same Seq, behind the job, so a job ends.
 func (rp *replays) run(j *replayJob) {
 	stream := platform.StreamOf(j.EndpointID)
 	by := "replay " + j.ID
 	var after uint64
 	state, errText := "done", ""
 	for {
-		recs, err := rp.st.DeadLetters(rp.ctx, stream, after, replayPage)
+		recs, err := rp.st.DeadLetters(rp.ctx, stream, after, rp.page)
 		if err != nil {
 			state, errText = "failed", "listing dead letters: "+err.Error()
 			break
 		}
+		last := ""
 		for _, rec := range recs {
 			after = rec.Seq
-			if chosen(rec, j.Since) && !rp.replayOne(j, rec.ID, by) {
-				break
+			if chosen(rec, j.Since) && rp.replayOne(j, rec.ID, by) {
+				last = rec.ID
 			}
 		}
-		if rp.ctx.Err() != nil || len(recs) < replayPage {
+		if rp.ctx.Err() != nil || len(recs) < rp.page {
 			break
 		}
+		rp.settle(last)
 	}
 	if rp.ctx.Err() != nil {
 		state, errText = "cancelled", "serve stopped; run the job again to finish it"
@@ -215,15 +232,30 @@ func (rp *replays) run(j *replayJob) {
 		slog.Int("skipped", v.Skipped), slog.Int("failed", v.Failed))
 }
 
-// replayOne replays dead letter id, after the pace, and counts the
-// outcome; false if serve is stopping.
+// settle waits until event id (none if "") is delivered or dead, or
+// deleted, for at most settleMax or until serve stops.
+func (rp *replays) settle(id string) {
+	deadline := time.Now().Add(rp.settleMax)
+	for id != "" && time.Now().Before(deadline) {
+		rec, err := rp.st.Get(rp.ctx, id)
+		if errors.Is(err, store.ErrNotFound) || err == nil && rec.State.Terminal() {
+			return
+		}
+		t := time.NewTimer(rp.settlePoll)
+		select {
+		case <-rp.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// replayOne replays dead letter id and counts the outcome; it reports
+// whether it was replayed.
 func (rp *replays) replayOne(j *replayJob, id, by string) bool {
-	t := time.NewTimer(rp.pace)
-	defer t.Stop()
-	select {
-	case <-rp.ctx.Done():
+	if rp.ctx.Err() != nil {
 		return false
-	case <-t.C:
 	}
 	_, err := rp.st.Replay(rp.ctx, id, by)
 	j.update(func(p *replayProgress) {
@@ -241,7 +273,7 @@ func (rp *replays) replayOne(j *replayJob, id, by string) bool {
 		rp.log.LogAttrs(context.Background(), slog.LevelWarn, "bulk replay: an event was not replayed", slog.String("job", j.ID),
 			slog.String("id", id), slog.Any("err", err))
 	}
-	return rp.ctx.Err() == nil
+	return err == nil
 }
 
 // chosen reports whether a job replays rec: an undiscarded dead letter

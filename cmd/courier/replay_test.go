@@ -6,7 +6,8 @@
 // message is then delivered. Over a real memstore: a dead letter
 // replayed by someone else between the job's listing and its replay is
 // skipped, a discarded one is left alone, a second job of a running
-// endpoint is refused, and stopping serve cancels a running job.
+// endpoint is refused, a job waits for each page to settle before the
+// next (within a bound), and stopping serve cancels a running job.
 package main
 
 import (
@@ -165,7 +166,6 @@ func TestReplayJobSkipsWhatIsNoLongerDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := newReplays(racedStore{Store: st, raced: "b"}, slog.New(slog.DiscardHandler))
-	rp.pace = time.Millisecond
 	defer rp.stop()
 	j, err := rp.start("app_x", ep, time.Time{})
 	if err != nil {
@@ -184,10 +184,10 @@ func TestReplayJobSkipsWhatIsNoLongerDead(t *testing.T) {
 
 func TestReplayJobOnePerEndpointAndCancelledAtStop(t *testing.T) {
 	st := memstore.New(time.Now)
-	ep := platform.NewID(platform.EndpointKind, time.Now())
-	killed(t, st, ep, "a")
-	rp := newReplays(st, slog.New(slog.DiscardHandler))
-	rp.pace = time.Hour // the job waits before its first replay until stopped
+	ep, ep2 := platform.NewID(platform.EndpointKind, time.Now()), platform.NewID(platform.EndpointKind, time.Now())
+	killed(t, st, ep, "a1", "a2")
+	killed(t, st, ep2, "b1", "b2")
+	rp := testReplays(st, 1, time.Hour) // each job replays its first, then waits for it to settle: nobody delivers it
 	j, err := rp.start("app_x", ep, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -195,23 +195,97 @@ func TestReplayJobOnePerEndpointAndCancelledAtStop(t *testing.T) {
 	if again, err := rp.start("app_x", ep, time.Time{}); !errors.Is(err, errReplayRunning) || again != j {
 		t.Errorf("a second job of a running endpoint = %v, %v; want errReplayRunning naming %s", again, err, j.ID)
 	}
-	ep2 := platform.NewID(platform.EndpointKind, time.Now())
-	killed(t, st, ep2, "b")
 	other, err := rp.start("app_x", ep2, time.Time{})
 	if err != nil {
 		t.Errorf("a job of another endpoint: %v", err)
 	}
+	awaitProgress(t, j, func(v replayView) bool { return v.Replayed == 1 })
+	awaitProgress(t, other, func(v replayView) bool { return v.Replayed == 1 })
 	rp.stop()
 	for _, x := range []*replayJob{j, other} {
-		if v := x.view(); v.State != "cancelled" || !v.Done || v.Replayed != 0 {
-			t.Errorf("job after stop = %+v; want cancelled, done, nothing replayed", v)
+		if v := x.view(); v.State != "cancelled" || !v.Done || v.Replayed != 1 {
+			t.Errorf("job after stop = %+v; want cancelled, done, 1 replayed", v)
 		}
 	}
-	if rec, _ := st.Get(t.Context(), "a"); rec.State != machine.Dead {
-		t.Errorf("a = %v after a cancelled job; want still dead", rec.State)
+	if rec, _ := st.Get(t.Context(), "a2"); rec.State != machine.Dead {
+		t.Errorf("a2 = %v after a cancelled job; want still dead", rec.State)
 	}
 	if _, err := rp.start("app_x", ep, time.Time{}); err == nil {
 		t.Error("a job started after stop")
+	}
+}
+
+// A job replays a page, then waits for its last event to be delivered
+// (or dead) before the next page, at most settleMax.
+func TestReplayJobWaitsForEachPageToSettle(t *testing.T) {
+	st := memstore.New(time.Now)
+	ep := platform.NewID(platform.EndpointKind, time.Now())
+	killed(t, st, ep, "a", "b", "c")
+	rp := testReplays(st, 2, time.Hour)
+	defer rp.stop()
+	j, err := rp.start("app_x", ep, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitProgress(t, j, func(v replayView) bool { return v.Replayed == 2 })
+	time.Sleep(50 * time.Millisecond)
+	if v := j.view(); v.Replayed != 2 || v.Done {
+		t.Fatalf("job before the first page settled = %+v; want 2 replayed, waiting", v)
+	}
+	delivered(t, st, ep, "b")
+	if v := awaitJob(t, j); v.Replayed != 3 || v.State != "done" {
+		t.Errorf("job once b was delivered = %+v; want done, 3 replayed", v)
+	}
+
+	killed(t, st, ep, "d", "e")
+	bounded := testReplays(st, 1, 20*time.Millisecond) // nobody delivers: each page waits 20 ms, then the next goes
+	defer bounded.stop()
+	j, err = bounded.start("app_x", ep, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := awaitJob(t, j); v.Replayed != 2 || v.State != "done" {
+		t.Errorf("job whose pages never settle = %+v; want done, d and e replayed", v)
+	}
+}
+
+// testReplays is newReplays over st with pages of page and a settle
+// bound of settleMax, polled every millisecond.
+func testReplays(st store.Store, page int, settleMax time.Duration) *replays {
+	rp := newReplays(st, slog.New(slog.DiscardHandler))
+	rp.page, rp.settlePoll, rp.settleMax = page, time.Millisecond, settleMax
+	return rp
+}
+
+// delivered delivers the pending event id of stream at its first
+// attempt, as a worker would.
+func delivered(t *testing.T, st store.Store, stream, id string) {
+	t.Helper()
+	l, err := st.Acquire(t.Context(), stream, "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []store.Update{
+		{ID: id, Delivery: store.Delivery{State: machine.Pending, Attempts: 1}},
+		{ID: id, Delivery: store.Delivery{State: machine.Delivered, Attempts: 1}, Outcome: &store.Outcome{Attempt: 1, Status: 204}},
+	} {
+		if err := st.Save(t.Context(), l, []store.Update{u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Release(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func awaitProgress(t *testing.T, j *replayJob, ok func(replayView) bool) {
+	t.Helper()
+	deadline := time.Now().Add(testLimit)
+	for !ok(j.view()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: not within %v: %+v", j.ID, testLimit, j.view())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
