@@ -255,10 +255,16 @@ func CheckPage(kind, after string, limit int) error {
 }
 
 // CheckMessageFilter checks a ListMessages filter and its page: the
-// event type, if any, a name CheckEventTypeName accepts.
+// event type, if any, a name CheckEventTypeName accepts, the endpoint,
+// if any, an endpoint ID.
 func CheckMessageFilter(f MessageFilter, after string, limit int) error {
 	if f.EventType != "" {
 		if err := CheckEventTypeName("event_type", f.EventType); err != nil {
+			return err
+		}
+	}
+	if f.EndpointID != "" {
+		if err := CheckID("endpoint_id", EndpointKind, f.EndpointID); err != nil {
 			return err
 		}
 	}

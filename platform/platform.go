@@ -124,6 +124,9 @@ func (m Message) Complete() bool {
 // through.
 type MessageFilter struct {
 	EventType string // only messages of this type
+	// EndpointID: only messages with a delivery to this endpoint (an
+	// entry in their fan-out).
+	EndpointID string
 	// CreatedBefore and CreatedAfter bound CreatedAt, each excluding the
 	// instant itself.
 	CreatedBefore, CreatedAfter time.Time
@@ -132,6 +135,7 @@ type MessageFilter struct {
 // Pass reports whether m passes f.
 func (f MessageFilter) Pass(m Message) bool {
 	return (f.EventType == "" || m.EventType == f.EventType) &&
+		(f.EndpointID == "" || slices.ContainsFunc(m.Fanout, func(x Fanout) bool { return x.EndpointID == f.EndpointID })) &&
 		(f.CreatedBefore.IsZero() || m.CreatedAt.Before(f.CreatedBefore)) &&
 		(f.CreatedAfter.IsZero() || m.CreatedAt.After(f.CreatedAfter))
 }

@@ -277,12 +277,14 @@ func malformedIDsNotFound(e *env) {
 
 // listMessages: an application's messages are listed newest first, a
 // page at a time, whole and with their fan-out as it stands, filtered by
-// event type and by creation time (both bounds exclusive, to the
+// event type, by endpoint (a delivery to it) and by creation time (both bounds exclusive, to the
 // nanosecond of the bound); another application's are never listed, and
 // a bad filter names its field.
 func listMessages(e *env) {
 	a, other := e.app("a"), e.app("other")
-	ep := e.create(e.endpoint(a.ID))
+	e.eventType("u")
+	ep, onlyU := e.create(e.endpoint(a.ID)), e.create(e.endpoint(a.ID, "u"))
+	theirs := e.create(e.endpoint(other.ID))
 	e.message(other.ID, "t", "", []byte("{}"))
 	var m [4]platform.Message
 	for i, typ := range []string{"t", "u", "t", "t"} {
@@ -318,6 +320,9 @@ func listMessages(e *env) {
 		{"between", platform.MessageFilter{CreatedAfter: m[0].CreatedAt, CreatedBefore: m[3].CreatedAt}, []string{m[2].ID, m[1].ID}},
 		{"between, of type t", platform.MessageFilter{EventType: "t", CreatedAfter: m[0].CreatedAt, CreatedBefore: m[3].CreatedAt},
 			[]string{m[2].ID}},
+		{"to an endpoint", platform.MessageFilter{EndpointID: onlyU.ID}, []string{m[1].ID}},
+		{"to an endpoint, of type t", platform.MessageFilter{EndpointID: onlyU.ID, EventType: "t"}, []string{}},
+		{"to another application's endpoint", platform.MessageFilter{EndpointID: theirs.ID}, []string{}},
 		{"before, a nanosecond past m1", platform.MessageFilter{CreatedBefore: m[1].CreatedAt.Add(ns)}, []string{m[1].ID, m[0].ID}},
 		{"after, a nanosecond before m2", platform.MessageFilter{CreatedAfter: m[2].CreatedAt.Add(-ns)}, []string{m[3].ID, m[2].ID}},
 	} {
@@ -329,6 +334,8 @@ func listMessages(e *env) {
 	e.wantErr("ListMessages of no application ID", err, platform.ErrNotFound)
 	_, err = e.s.ListMessages(e.ctx, a.ID, platform.MessageFilter{EventType: "a b"}, "", 1)
 	e.wantField("ListMessages by a bad type", err, "event_type")
+	_, err = e.s.ListMessages(e.ctx, a.ID, platform.MessageFilter{EndpointID: a.ID}, "", 1)
+	e.wantField("ListMessages to an application's ID", err, "endpoint_id")
 	_, err = e.s.ListMessages(e.ctx, a.ID, all, a.ID, 1)
 	e.wantField("ListMessages after an application's ID", err, "after")
 	_, err = e.s.ListMessages(e.ctx, a.ID, all, "", platform.MaxLimit+1)

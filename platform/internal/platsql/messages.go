@@ -239,6 +239,9 @@ func (c *Core) messageIDs(ctx context.Context, tx Tx, app string, f platform.Mes
 	if f.EventType != "" {
 		add("event_type = $%d", f.EventType)
 	}
+	if f.EndpointID != "" {
+		add("EXISTS (SELECT 1 FROM platform_fanout f WHERE f.message_id = platform_messages.id AND f.endpoint_id = $%d)", f.EndpointID)
+	}
 	if !f.CreatedBefore.IsZero() {
 		add("created_at < $%d", beforeMicro(f.CreatedBefore))
 	}
