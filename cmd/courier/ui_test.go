@@ -399,6 +399,22 @@ func TestBrowserReplaysADeadLetter(t *testing.T) {
 		t.Errorf("after Enable the endpoint's state is %q; want enabled", got)
 	}
 
+	// A view of what does not exist shows the API's 404 as it said it;
+	// a hash that would climb out of its API path is refused.
+	for hash, want := range map[string]string{
+		"#/apps/app_nope":                     "GET /v1/apps/app_nope: 404 reading the application",
+		"#/apps/" + app + "/endpoints/%2E%2E": "no such view",
+	} {
+		err = chromedp.Do(tab,
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = %q`, hash)),
+			chromedp.Poll[chromedp.Void](fmt.Sprintf(`$("view").dataset.state === "error" && $("error").textContent.includes(%q)`, want),
+				chromedp.WithPollingTimeout(30*time.Second)),
+		)
+		if err != nil {
+			t.Errorf("at %s the page says %q, not %q: %v", hash, text("#error"), want, err)
+		}
+	}
+
 	shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)

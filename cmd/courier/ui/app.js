@@ -84,6 +84,20 @@ function crumbs(...parts) {
   });
 }
 
+// viewOf splits the hash into its decoded parts, refusing a part that
+// would not stay one segment of an API path ("", ".", "..").
+function viewOf(hash) {
+  const raw = hash.replace(/^#\/?/, "");
+  if (raw === "") return [];
+  const parts = raw.split("/").map((p) => {
+    try { return decodeURIComponent(p); } catch { return ""; }
+  });
+  for (const p of parts) {
+    if (p === "" || p === "." || p === "..") throw new Error(`no such view: ${hash}`);
+  }
+  return parts;
+}
+
 // render draws the view the hash names. A later navigation wins: a
 // render that finds itself overtaken drops its result.
 let generation = 0;
@@ -91,10 +105,10 @@ let generation = 0;
 async function render() {
   const gen = ++generation;
   const view = $("view");
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   showError(null);
   view.dataset.state = "loading";
   try {
+    const parts = viewOf(location.hash);
     let node;
     if (parts.length === 4 && parts[0] === "apps" && parts[2] === "endpoints") {
       node = await endpointView(parts[1], parts[3]);
