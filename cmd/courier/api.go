@@ -84,6 +84,7 @@ func (a *api) routes() []route {
 		}},
 		{"GET", "/readyz", false, a.readyz},
 		{"GET", "/openapi.json", false, serveOpenAPI},
+		{"GET", "/ui/", false, serveUI},
 	}
 	rs = append(rs, a.platformRoutes()...)
 	if a.metrics != nil {

@@ -110,6 +110,10 @@
 // store); anything else is a 400. A known path with the wrong method is
 // a 405 with Allow; an unknown path a 404.
 //
+// GET /ui/ is the operator page (ui.go): applications, endpoint health,
+// attempts, dead letters, replay. Loading it needs no token; it asks for
+// one and calls the routes above with it.
+//
 // A publish is answered only once the event is durable. See pauses.go for
 // what a pause does when several processes share a database.
 //
