@@ -33,7 +33,15 @@
 //   - operator actions: only a dead letter may be discarded, and only a
 //     settled record (delivered, or a discarded dead letter) deleted by
 //     retention; a record rightly deleted is not lost. Anything else is
-//     nothing-lost (dead-kept for an undiscarded dead letter).
+//     nothing-lost (dead-kept for an undiscarded dead letter). Only an
+//     undiscarded dead letter may be replayed (Replayed), and the store
+//     hands it back pending with no attempts; anything else is monotonic.
+//     A replay starts a fresh budget: from it, sends, attempt numbers,
+//     dead-deserved, age and liveness count as for a new acceptance at
+//     the replay's instant, and a send under a lease the replay fenced
+//     off counts against the old budget. It is no fresh effect: the
+//     receiver still applies the event at most once (applied-once), and
+//     in strict order it keeps its place.
 //   - dead-deserved: a dead letter's reason is true of its history:
 //     exhausted only after MaxAttempts sends, expired only once MaxAge
 //     has passed (or the next attempt would come after it), rejected only

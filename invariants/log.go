@@ -64,6 +64,13 @@ const (
 	// record rightly deleted is not lost: the store no longer has it by
 	// design.
 	Deleted
+	// Replayed: an operator replayed ID (store.Replay succeeded): Record
+	// is what the store holds after it, in the machine's form (pending,
+	// no attempts, AcceptedAt the replay's instant, where its fresh MaxAge
+	// counts from), and Token the replay's fencing token, which makes
+	// every lease granted before it stale. Only an undiscarded dead
+	// letter may be replayed; it starts a fresh delivery budget.
+	Replayed
 )
 
 var kindNames = [...]string{
@@ -71,11 +78,11 @@ var kindNames = [...]string{
 	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
 	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
-	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted",
+	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Deleted {
+	if k >= Acked && k <= Replayed {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -97,7 +104,8 @@ type Entry struct {
 	// a single sender; "store" for a record the store itself created).
 	Worker string
 	// Token is the fencing token under which Worker acted (0 without
-	// leases): on Sent, Persisted and LeaseGranted.
+	// leases): on Sent, Persisted and LeaseGranted; on Replayed, the
+	// replay's own.
 	Token uint64
 	// RetryAfter is the receiver's hint, on Replied.
 	RetryAfter time.Duration

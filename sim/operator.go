@@ -10,10 +10,11 @@ import (
 
 // The operator (World.Operator) acts through the store's own calls, as an
 // operator's tool does, at instants drawn from its own stream: it discards
-// dead letters and deletes settled records past a retention. Each action
-// the store takes is logged for the checker (invariants.DeadDiscarded,
-// invariants.Deleted), which holds it to what an operator may do: only a
-// dead letter is discarded, only a settled record deleted.
+// dead letters, replays them, and deletes settled records past a
+// retention. Each action the store takes is logged for the checker
+// (invariants.DeadDiscarded, invariants.Replayed, invariants.Deleted),
+// which holds it to what an operator may do: only a dead letter is
+// discarded or replayed, only a settled record deleted.
 
 // operatorBy names the operator in the records' histories.
 const operatorBy = "operator"
@@ -28,6 +29,12 @@ func (s *sim) startOperator() {
 	for range o.Deletes {
 		at := between(s.rOperator, o.Retention, o.Retention+s.w.FaultsEnd)
 		s.q.schedule(at, s.deleteSettled)
+	}
+	// Drawn after the others, so that a world without replays draws
+	// what it drew before they existed.
+	for range o.Replays {
+		at := between(s.rOperator, 0, s.w.FaultsEnd)
+		s.q.schedule(at, s.replay)
 	}
 	for _, k := range s.cfg.ClockSteps {
 		s.q.schedule(k.At, func() { s.stepClock(s.nodes[k.Worker], k.By) })
@@ -57,6 +64,43 @@ func (s *sim) discard() {
 	m := rec.Machine()
 	s.note(nil, opDiscard, str(id), record(&m))
 	s.observe(invariants.Entry{Kind: invariants.DeadDiscarded, ID: id, Seq: m.Seq, Worker: operatorBy, Record: m})
+}
+
+// replay replays an event, as the operator's tool does: half the time a
+// dead letter of a stream drawn, otherwise any event of the workload,
+// which the store must refuse unless it is an undiscarded dead letter.
+// The replay takes a fencing token, which the simulator counts as its
+// stream's newest grant: a send under an older one is a zombie's.
+func (s *sim) replay() {
+	id := s.ids[s.rOperator.IntN(len(s.ids))]
+	if s.rOperator.IntN(2) == 0 {
+		name := s.streams[s.rOperator.IntN(len(s.streams))]
+		dead, err := s.store.DeadLetters(bg, name, 0, 1000)
+		if err != nil || len(dead) == 0 {
+			return // nothing to replay there
+		}
+		id = dead[s.rOperator.IntN(len(dead))].ID
+	}
+	s.cover(FaultOperator, id)
+	rec, err := s.store.Replay(bg, id, operatorBy)
+	if err != nil {
+		s.note(nil, opOperatorRefused, str("replay"), str(id), str(err.Error()))
+		return
+	}
+	s.writes++
+	var token uint64
+	if h := rec.History; len(h) > 0 {
+		token = h[len(h)-1].Token
+	}
+	i := s.streamOf(id)
+	s.newestToken = max(s.newestToken, token)
+	s.granted[i] = max(s.granted[i], token)
+	m := rec.Machine()
+	s.note(nil, opReplay, str(id), unum(token), record(&m))
+	if s.w.MaxDuration == 0 {
+		s.end = max(s.end, m.AcceptedAt.Sub(Epoch)+s.settleWithin())
+	}
+	s.observeIn(i, invariants.Entry{Kind: invariants.Replayed, ID: id, Seq: m.Seq, Worker: operatorBy, Token: token, Record: m})
 }
 
 // deleteSettled deletes the settled records older than the retention and

@@ -69,8 +69,9 @@ const (
 	opDiscard
 	opOperatorRefused
 	opDeleteSettled
+	opReplay
 
-	opLast = opDeleteSettled // the last op: formats has one entry per op
+	opLast = opReplay // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -127,6 +128,7 @@ var formats = [...]string{
 	opDiscard:           "operator discards %s: %s",
 	opOperatorRefused:   "operator %s %s refused: %s",
 	opDeleteSettled:     "operator deletes settled records older than %v: %d deleted",
+	opReplay:            "operator replays %s with token %d: %s",
 }
 
 // argKind says how an arg is encoded and printed.

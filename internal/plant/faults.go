@@ -26,6 +26,10 @@ const (
 	// RenewRevivesExpired: Renew extends an expired lease that no newer
 	// lease has replaced (memstore).
 	RenewRevivesExpired Bug = "renew-revives-expired"
+	// ReplayAnyRecord: Replay re-drives any record, not only an
+	// undiscarded dead letter: a pending, delivered or discarded one gets
+	// a fresh budget (memstore).
+	ReplayAnyRecord Bug = "replay-any-record"
 )
 
 func init() {
@@ -36,6 +40,7 @@ func init() {
 		RetentionDeletesUnsettled: "dead-kept",
 		DiscardAnyRecord:          "nothing-lost",
 		RenewRevivesExpired:       "leases",
+		ReplayAnyRecord:           "monotonic",
 	} {
 		Expected[bug] = rule
 	}
