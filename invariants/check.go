@@ -54,10 +54,19 @@ const (
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
 	// the faults healed (or after its acceptance, if later).
 	Liveness = "liveness"
+	// PauseHeld: while an operator has the stream paused (Paused until
+	// Resumed), no worker takes it over and delivers: nothing is sent
+	// under a lease granted after the pause and before the resume (less
+	// Run.Stall: a worker may read the pause on a stale clock). The owner
+	// the pause found may finish what it holds (the pause stops
+	// takeovers, docs/operations.md). The availability half is liveness:
+	// Run.Slack counts every pause, so an event that waited on a pause
+	// settles by its deadline plus the pause, no later.
+	PauseHeld = "pause"
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness}, PolicyNames...)
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -242,6 +251,7 @@ func (c *checker) reset(run Run, ids *names) {
 	c.order = c.order[:0]
 	c.strict.reset()
 	c.newest, c.applied, c.out, c.last = 0, 0, nil, time.Time{}
+	c.pause.reset()
 }
 
 type checker struct {
@@ -254,6 +264,7 @@ type checker struct {
 	newest  uint64          // the newest fencing token granted
 	applied uint64          // highest seq applied (strict)
 	last    time.Time       // when the latest entry was observed
+	pause   pauseState      // the operator's pauses of the stream
 	out     []Violation
 }
 
@@ -327,6 +338,7 @@ func (k *Checker) judge(e *Entry) {
 	case LeaseGranted:
 		p.lease(e, at)
 		c.newest = max(c.newest, e.Token)
+		c.pause.granted(e)
 	case LeaseRenewed:
 		p.lease(e, at)
 	case Probed:
@@ -349,6 +361,8 @@ func (k *Checker) judge(e *Entry) {
 		c.deleted(e, at)
 	case Replayed:
 		k.replayed(e, at)
+	case Paused, Resumed:
+		c.pause.changed(e, c.run.Stall)
 	case Discarded:
 		if c.run.ReceiverVerdicts {
 			c.receiverDiscarded(e, k.event(e.ID))
@@ -542,6 +556,9 @@ func (c *checker) deserved(e *Entry, v *event) {
 func (c *checker) sent(e *Entry, at ref) {
 	v := &c.events[at.ev]
 	p := &c.run.Policy
+	if step, ok := c.pause.heldBy(e.Token); ok {
+		c.fail(PauseHeld, e.ID, e.Step, "attempt %d sent by %s under token %d, granted while the stream was paused (step %d)", e.Attempt, nameOf(e.Worker), e.Token, step)
+	}
 	if !v.persisted {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent, but the event was never persisted", e.Attempt)
 		return

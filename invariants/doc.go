@@ -52,6 +52,12 @@
 //   - liveness: every event settles by MaxAge+AttemptTimeout (+Run.Slack
 //     for lease handovers and clock skew) after its acceptance, and within
 //     Run.LivenessBound of the faults healing.
+//   - pause: while an operator has the stream paused (Paused until
+//     Resumed), nothing is sent under a lease granted in the pause (a
+//     grant within Run.Stall of the resume excepted); the owner the pause
+//     found may finish what it holds. Availability is liveness's: Slack
+//     counts each pause (and a poll to claim the stream after it), so an
+//     event that waited on a pause is late by no more than the pause.
 //
 // # The policy rules
 //

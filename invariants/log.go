@@ -71,6 +71,12 @@ const (
 	// every lease granted before it stale. Only an undiscarded dead
 	// letter may be replayed; it starts a fresh delivery budget.
 	Replayed
+	// Paused: an operator paused the stream (no ID): from now on no
+	// worker may take it over and deliver, until Resumed. The worker that
+	// owns the stream when the pause comes may finish what it holds.
+	Paused
+	// Resumed: an operator resumed the paused stream (no ID).
+	Resumed
 )
 
 var kindNames = [...]string{
@@ -79,10 +85,11 @@ var kindNames = [...]string{
 	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
 	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
+	Paused: "paused", Resumed: "resumed",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Replayed {
+	if k >= Acked && k <= Resumed {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))

@@ -143,8 +143,29 @@ func (g *gen) step() {
 		}
 		g.add(Entry{Kind: kind, Token: token, Until: g.now.Add(time.Duration(rng.IntN(5)) * time.Second)})
 	default:
-		g.add(Entry{Kind: WriteRejected, ID: id, Detail: "stale"})
+		switch rng.IntN(4) {
+		case 0:
+			g.add(Entry{Kind: []Kind{Paused, Resumed}[rng.IntN(2)], Worker: "operator"})
+		case 1:
+			g.replay(id)
+		default:
+			g.add(Entry{Kind: WriteRejected, ID: id, Detail: "stale"})
+		}
 	}
+}
+
+// replay is an operator's replay of id, whatever its state: a fresh
+// budget under a new token.
+func (g *gen) replay(id string) {
+	prev := g.recs[id]
+	if prev == nil {
+		return
+	}
+	r := *prev
+	r.State, r.Attempts, r.Reason, r.AcceptedAt, r.NextAt = machine.Pending, 0, 0, g.now, g.now
+	g.token++
+	g.recs[id] = &r
+	g.add(Entry{Kind: Replayed, ID: id, Seq: r.Seq, Worker: "operator", Token: g.token, Record: r})
 }
 
 func (g *gen) seq(id string) uint64 {

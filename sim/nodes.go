@@ -125,6 +125,10 @@ func (s *sim) initNodes() {
 	for _, win := range c.StoreOutages {
 		down += win.To - win.From + c.Poll // nothing can be written, then a poll to notice
 	}
+	// A paused stream waits for its resume, then for a poll to claim it.
+	for _, p := range s.w.Operator.Pauses {
+		down += p.To - p.From + c.Poll
+	}
 	r := s.w.Restarts
 	down += time.Duration(len(r.At)+r.Random+r.MaxCrashes) * (c.LeaseTTL + c.Poll)
 	// A store call that fails costs at most a lease nobody uses (a claim
@@ -172,7 +176,7 @@ func (s *sim) boot(n *node) {
 	w, err := worker.New(worker.Config{
 		Owner:       owner,
 		Store:       &nodeStore{Store: s.store, s: s, n: n, owner: owner},
-		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
+		Policy:      func(stream string) (machine.Config, error) { return s.policy(n, stream) },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,

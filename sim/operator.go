@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -35,6 +36,10 @@ func (s *sim) startOperator() {
 	for range o.Replays {
 		at := between(s.rOperator, 0, s.w.FaultsEnd)
 		s.q.schedule(at, s.replay)
+	}
+	for _, p := range o.Pauses {
+		s.q.schedule(p.From, func() { s.pauseStream(p.Stream, true) })
+		s.q.schedule(p.To, func() { s.pauseStream(p.Stream, false) })
 	}
 	for _, k := range s.cfg.ClockSteps {
 		s.q.schedule(k.At, func() { s.stepClock(s.nodes[k.Worker], k.By) })
@@ -131,6 +136,43 @@ func (s *sim) deleteSettled() {
 			}
 		}
 	}
+}
+
+// errPaused is the simulated Policy's refusal of a paused stream, as a
+// real Policy wraps courier.ErrPaused (which the simulator, below the
+// shell, cannot import).
+var errPaused = errors.New("sim: stream paused by an operator")
+
+// pauseStream pauses (on) or resumes stream i, as the operator's tool
+// does: it marks the stream, and the stream's Policy refuses takeovers
+// while any pause of it is in force. The first pause and the last resume
+// are logged for the checker (invariants.Paused, invariants.Resumed).
+func (s *sim) pauseStream(i int, on bool) {
+	kind, o := invariants.Paused, opStreamPause
+	if on {
+		s.paused[i]++
+		if s.paused[i] > 1 {
+			return
+		}
+	} else {
+		s.paused[i]--
+		if s.paused[i] > 0 {
+			return
+		}
+		kind, o = invariants.Resumed, opStreamResume
+	}
+	s.note(nil, o, str(s.streams[i]))
+	s.observeIn(i, invariants.Entry{Kind: kind, Worker: operatorBy})
+}
+
+// policy is the Policy of n's worker: the world's, or errPaused while
+// an operator has the stream paused.
+func (s *sim) policy(n *node, stream string) (machine.Config, error) {
+	if s.paused[s.streamIndex(stream)] > 0 {
+		s.note(n, opPolicyRefused, str(stream))
+		return machine.Config{}, errPaused
+	}
+	return s.w.Policy, nil
 }
 
 // stepClock moves n's clock by by: its skew changes, and its next call is

@@ -70,8 +70,11 @@ const (
 	opOperatorRefused
 	opDeleteSettled
 	opReplay
+	opStreamPause
+	opStreamResume
+	opPolicyRefused
 
-	opLast = opReplay // the last op: formats has one entry per op
+	opLast = opPolicyRefused // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -129,6 +132,9 @@ var formats = [...]string{
 	opOperatorRefused:   "operator %s %s refused: %s",
 	opDeleteSettled:     "operator deletes settled records older than %v: %d deleted",
 	opReplay:            "operator replays %s with token %d: %s",
+	opStreamPause:       "operator pauses stream %s",
+	opStreamResume:      "operator resumes stream %s",
+	opPolicyRefused:     "policy refuses stream %s: paused",
 }
 
 // argKind says how an arg is encoded and printed.

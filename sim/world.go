@@ -226,6 +226,22 @@ type Operator struct {
 	// A replay gives the event a fresh budget and revokes its stream's
 	// lease.
 	Replays int
+	// Pauses: the operator pauses stream Stream (from 0) at From and
+	// resumes it at To, as the real operator tool does: the stream's
+	// Policy refuses every takeover meanwhile (courier.ErrPaused), and
+	// the worker that owns it when the pause comes finishes what it
+	// holds. Pauses lie within [0, FaultsEnd]; they may overlap.
+	Pauses []StreamPause
+}
+
+// StreamPause is an operator's pause of one stream; see Operator.Pauses.
+type StreamPause struct {
+	Stream   int
+	From, To time.Duration
+}
+
+func (p StreamPause) String() string {
+	return fmt.Sprintf("%d[%v,%v)", p.Stream, p.From, p.To)
 }
 
 // WorkerFault strikes worker Worker (from 0, or Owner) at At, for For.
@@ -493,6 +509,11 @@ func (w World) validateStore() error {
 	case op.Deletes > 0 && op.Retention <= horizon:
 		return bad("Operator.Retention", "is %v; must exceed FaultsEnd+TwiceDelay+AckTimeout (%v), the longest a producer may offer an event again", op.Retention, horizon)
 	}
+	for _, p := range op.Pauses {
+		if p.Stream < 0 || p.Stream >= max(w.Streams, 1) || p.From < 0 || p.To < p.From || p.To > w.FaultsEnd {
+			return bad("Operator.Pauses", "%v must name a stream and lie within [0, FaultsEnd %v]", p, w.FaultsEnd)
+		}
+	}
 	for _, win := range st.RenewFailures {
 		if win.To < win.From || win.To > w.FaultsEnd {
 			return bad("Store.RenewFailures", "%v must be a span that ends by FaultsEnd (%v)", win, w.FaultsEnd)
@@ -528,6 +549,9 @@ func (o Operator) describe() string {
 	}
 	if o.Replays > 0 {
 		s += fmt.Sprintf(" replays=%d", o.Replays)
+	}
+	if len(o.Pauses) > 0 {
+		s += fmt.Sprintf(" stream-pauses=%v", o.Pauses)
 	}
 	return s
 }

@@ -100,3 +100,23 @@ func plantedActsOn(err error) bool {
 func plantedKeepsMachine(err error) bool {
 	return plant.On(plant.RefusedSaveKeepsMachine) && errors.Is(err, store.ErrUnavailable)
 }
+
+// policy asks Policy for stream's delivery policy, at each takeover.
+// Under PolicyCached the first answer is kept for good, so a pause set
+// later is never seen.
+func (w *Worker) policy(stream string) (machine.Config, error) {
+	if !plant.On(plant.PolicyCached) {
+		return w.cfg.Policy(stream)
+	}
+	if cfg, ok := w.policies[stream]; ok {
+		return cfg, nil
+	}
+	cfg, err := w.cfg.Policy(stream)
+	if err == nil {
+		if w.policies == nil {
+			w.policies = map[string]machine.Config{}
+		}
+		w.policies[stream] = cfg
+	}
+	return cfg, err
+}

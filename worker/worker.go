@@ -143,6 +143,9 @@ type Worker struct {
 	origin   time.Time // the first clock reading: the poll grid's origin
 	draining bool
 	out      Effects // what the current call hands out
+	// policies keeps Policy's answers under the planted bug PolicyCached
+	// (planted.go); nil otherwise.
+	policies map[string]machine.Config
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a
@@ -428,7 +431,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	}
 	st := &stream{lease: l}
 	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
-	cfg, err := w.cfg.Policy(l.Stream)
+	cfg, err := w.policy(l.Stream)
 	if err == nil {
 		err = cfg.Validate()
 	}

@@ -30,6 +30,10 @@ const (
 	// undiscarded dead letter: a pending, delivered or discarded one gets
 	// a fresh budget (memstore).
 	ReplayAnyRecord Bug = "replay-any-record"
+	// PolicyCached: the worker asks Policy once per stream and keeps the
+	// answer for every later takeover, so a pause set after its first
+	// takeover never stops it (worker).
+	PolicyCached Bug = "policy-cached"
 )
 
 func init() {
@@ -41,6 +45,7 @@ func init() {
 		DiscardAnyRecord:          "nothing-lost",
 		RenewRevivesExpired:       "leases",
 		ReplayAnyRecord:           "monotonic",
+		PolicyCached:              "pause",
 	} {
 		Expected[bug] = rule
 	}
