@@ -63,10 +63,20 @@ const (
 	// Run.Slack counts every pause, so an event that waited on a pause
 	// settles by its deadline plus the pause, no later.
 	PauseHeld = "pause"
+	// LeaseKept: a worker does not give up a lease the store would still
+	// honour by more than Run.ClockMargin + 2*Run.Skew (its clock may lag
+	// or lead by Skew at the renewal and at the drop; Skew includes
+	// stalls): a store outage or a refused renewal shorter than the lease
+	// must not cost the stream, since a prompt retry would have kept it.
+	// Judged on LeaseDropped, against the expiry the store last told the
+	// worker for the token (LeaseGranted, LeaseRenewed; not a renewal whose
+	// reply was lost); a token a newer grant or a replay superseded was no
+	// longer valid.
+	LeaseKept = "lease-kept"
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld}, PolicyNames...)
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -237,7 +247,7 @@ func (k Kind) namesEvent() bool {
 // acted, which the checker follows.
 func (k Kind) namesWorker() bool {
 	switch k {
-	case Persisted, Sent, Probed, CircuitChanged, Restarted, LeaseGranted, Replied, ProbeReplied, LeaseRenewed, Adopted:
+	case Persisted, Sent, Probed, CircuitChanged, Restarted, LeaseGranted, Replied, ProbeReplied, LeaseRenewed, Adopted, LeaseDropped:
 		return true
 	}
 	return false
@@ -363,6 +373,8 @@ func (k *Checker) judge(e *Entry) {
 		k.replayed(e, at)
 	case Paused, Resumed:
 		c.pause.changed(e, c.run.Stall)
+	case LeaseDropped:
+		p.dropped(e)
 	case Discarded:
 		if c.run.ReceiverVerdicts {
 			c.receiverDiscarded(e, k.event(e.ID))

@@ -1437,3 +1437,89 @@ func TestPause(t *testing.T) {
 		},
 	})
 }
+
+// renew logs the store renewing the sender's lease token until until
+// from now; detail invariants.ReplyLost says the sender never heard.
+func (b *logb) renew(token uint64, until time.Duration, detail string) int {
+	return b.add(invariants.Entry{Kind: invariants.LeaseRenewed, Token: token, Until: epoch.Add(b.now + until), Detail: detail})
+}
+
+// dropLease logs the sender giving its lease token up by its own clock.
+func (b *logb) dropLease(token uint64) int {
+	return b.add(invariants.Entry{Kind: invariants.LeaseDropped, Token: token, Detail: "the lease ran out by the worker's clock"})
+}
+
+// TestLeaseKept (lease-kept): a worker gives up a lease of its own
+// accord only when the store told it the lease ends within ClockMargin
+// (and twice the skew).
+func TestLeaseKept(t *testing.T) {
+	rows := []checkRow{
+		{
+			name:   "given up at its end by the worker's clock",
+			reason: "a worker that stops ClockMargin before the lease ends keeps the lease as long as it may",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(1800 * time.Millisecond)
+				b.dropLease(1)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "given up with most of it left",
+			reason: "one refused renewal must not cost a lease that has a second left: a prompt retry keeps it",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(700 * time.Millisecond)
+				s := b.dropLease(1)
+				b.finish()
+				return []found{{invariants.LeaseKept, "", s}}
+			},
+		},
+		{
+			name:   "given up before a renewal it heard of ends",
+			reason: "the expiry that counts is the latest the store told the worker",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(time.Second)
+				b.renew(1, 2*time.Second, "")
+				b.wait(time.Second)
+				s := b.dropLease(1)
+				b.finish()
+				return []found{{invariants.LeaseKept, "", s}}
+			},
+		},
+		{
+			name:   "renewal whose reply was lost",
+			reason: "the worker cannot count on a renewal it never heard of",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(1700 * time.Millisecond)
+				b.renew(1, 2*time.Second, invariants.ReplyLost)
+				b.wait(100 * time.Millisecond)
+				b.dropLease(1)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "superseded lease given up",
+			reason: "a lease a newer grant superseded is no longer valid, whatever its expiry said",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 2, Worker: "w2", Until: epoch.Add(b.now + 2*time.Second)})
+				b.dropLease(1)
+				b.finish()
+				return nil
+			},
+		},
+	}
+	for i := range rows {
+		build := rows[i].build
+		rows[i].build = func(b *logb) []found {
+			b.run.ClockMargin = 200 * time.Millisecond
+			return build(b)
+		}
+	}
+	checkRows(t, rows)
+}

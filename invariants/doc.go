@@ -58,6 +58,12 @@
 //     found may finish what it holds. Availability is liveness's: Slack
 //     counts each pause (and a poll to claim the stream after it), so an
 //     event that waited on a pause is late by no more than the pause.
+//   - lease-kept: a worker gives a lease up of its own accord
+//     (LeaseDropped) only when the store told it the lease ends within
+//     Run.ClockMargin + 2*Run.Skew: a refused renewal or a store outage
+//     shorter than the lease must not cost the stream, since a prompt
+//     retry would keep it. A renewal whose reply was lost (ReplyLost)
+//     does not count: the worker could not know of it.
 //
 // # The policy rules
 //

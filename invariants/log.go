@@ -50,6 +50,8 @@ const (
 	// "healthy" or "unhealthy").
 	ProbeReplied
 	// LeaseRenewed: the store renewed Worker's lease Token until Until.
+	// Detail ReplyLost: the store renewed it, and its reply never reached
+	// Worker.
 	LeaseRenewed
 	// Adopted: Worker's machine took over ID, a record the shared store
 	// accepted.
@@ -77,6 +79,12 @@ const (
 	Paused
 	// Resumed: an operator resumed the paused stream (no ID).
 	Resumed
+	// LeaseDropped: Worker stopped acting on its lease Token of its own
+	// accord, though the store had refused it nothing (Detail says why:
+	// its own clock said the lease ran out). It must not do so while the
+	// store would still honour the lease by more than Run.ClockMargin and
+	// twice Run.Skew (lease-kept).
+	LeaseDropped
 )
 
 var kindNames = [...]string{
@@ -85,11 +93,11 @@ var kindNames = [...]string{
 	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
 	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
-	Paused: "paused", Resumed: "resumed",
+	Paused: "paused", Resumed: "resumed", LeaseDropped: "lease-dropped",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Resumed {
+	if k >= Acked && k <= LeaseDropped {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -151,6 +159,11 @@ type Run struct {
 	// own clock, so the policy rules allow Skew either way. Zero for a
 	// single sender.
 	Skew time.Duration
+	// ClockMargin is how much of a lease the workers leave unused by their
+	// own clock (worker.Config.ClockMargin): the most a correct worker
+	// gives a lease up early, besides clock offsets. Zero: the lease-kept
+	// rule is not judged.
+	ClockMargin time.Duration
 	// Stall is the longest a worker may act on a stale clock reading (it
 	// read its clock, froze, then acted): it stamps an attempt's start up
 	// to Stall early, so it may count the attempt timed out, and start
@@ -171,6 +184,11 @@ type Run struct {
 	// sender's side leaves it false.
 	ReceiverVerdicts bool
 }
+
+// ReplyLost is the Detail of a LeaseRenewed whose reply the worker never
+// got: the lease runs until Until in the store, but the worker could not
+// count on it.
+const ReplyLost = "reply lost"
 
 // Details of a Discarded entry.
 const (

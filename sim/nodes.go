@@ -152,9 +152,14 @@ func (s *sim) initNodes() {
 		// A clock stepped forward by d times an attempt out d early, as
 		// a stale reading d old stamps its start d early.
 		r.Stall = max(stall, ahead)
+		r.ClockMargin = clockMargin(c)
 		r.LivenessBound += r.Slack
 	}
 }
+
+// clockMargin is the workers' ClockMargin: the worker's default, a tenth
+// of the lease, set explicitly so that the checker knows it.
+func clockMargin(c Cluster) time.Duration { return c.LeaseTTL / 10 }
 
 // startNodes boots every node, its first call staggered so that the
 // workers do not move in lockstep, and schedules the crashes.
@@ -181,6 +186,7 @@ func (s *sim) boot(n *node) {
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
+		ClockMargin: clockMargin(c),
 		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, &ev) }),
 	})
 	if err != nil {
@@ -419,6 +425,11 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.LeaseLost:
 		s.note(n, opLoses, str(ev.Detail))
 		s.stats.LeasesLost++
+		if ev.Err == nil {
+			// Given up by the worker's own clock, not refused by the
+			// store: the checker holds it to the lease's expiry.
+			s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.LeaseDropped, Worker: n.name, Token: ev.Token, Detail: ev.Detail})
+		}
 		s.dropped(n, ev.Stream, "lost the stream")
 	case worker.LeaseReleased:
 		s.note(n, opReleases)

@@ -120,3 +120,10 @@ func (w *Worker) policy(stream string) (machine.Config, error) {
 	}
 	return cfg, err
 }
+
+// renewGivesUp reports whether the worker gives its lease up after a
+// renewal refused with err: under RenewGivesUpAtOnce, after one the
+// store refused as unavailable.
+func renewGivesUp(err error) bool {
+	return plant.On(plant.RenewGivesUpAtOnce) && errors.Is(err, store.ErrUnavailable)
+}

@@ -34,6 +34,10 @@ const (
 	// answer for every later takeover, so a pause set after its first
 	// takeover never stops it (worker).
 	PolicyCached Bug = "policy-cached"
+	// RenewGivesUpAtOnce: the worker gives its lease up after one refused
+	// renewal (store.ErrUnavailable), though the lease has most of its
+	// time left and a prompt retry would keep it (worker).
+	RenewGivesUpAtOnce Bug = "renew-gives-up-at-once"
 )
 
 func init() {
@@ -46,6 +50,7 @@ func init() {
 		RenewRevivesExpired:       "leases",
 		ReplayAnyRecord:           "monotonic",
 		PolicyCached:              "pause",
+		RenewGivesUpAtOnce:        "lease-kept",
 	} {
 		Expected[bug] = rule
 	}
