@@ -7,6 +7,7 @@ import (
 
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
 )
 
 // The operator (World.Operator) acts through the store's own calls, as an
@@ -72,17 +73,24 @@ func (s *sim) discard() {
 }
 
 // replay replays an event, as the operator's tool does: half the time a
-// dead letter of a stream drawn, otherwise any event of the workload,
-// which the store must refuse unless it is an undiscarded dead letter.
-// The replay takes a fencing token, which the simulator counts as its
+// dead letter drawn from every stream's list (the tool lists them; a
+// discarded one is refused), otherwise any event of the workload, which
+// the store must refuse unless it is an undiscarded dead letter. The
+// replay takes a fencing token, which the simulator counts as its
 // stream's newest grant: a send under an older one is a zombie's.
 func (s *sim) replay() {
 	id := s.ids[s.rOperator.IntN(len(s.ids))]
 	if s.rOperator.IntN(2) == 0 {
-		name := s.streams[s.rOperator.IntN(len(s.streams))]
-		dead, err := s.store.DeadLetters(bg, name, 0, 1000)
-		if err != nil || len(dead) == 0 {
-			return // nothing to replay there
+		var dead []store.Record
+		for _, name := range s.streams {
+			recs, err := s.store.DeadLetters(bg, name, 0, 1000)
+			if err != nil {
+				return // the store is down: the tool lists nothing
+			}
+			dead = append(dead, recs...)
+		}
+		if len(dead) == 0 {
+			return // nothing to replay
 		}
 		id = dead[s.rOperator.IntN(len(dead))].ID
 	}
