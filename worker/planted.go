@@ -103,8 +103,12 @@ func plantedKeepsMachine(err error) bool {
 
 // policy asks Policy for stream's delivery policy, at each takeover.
 // Under PolicyCached the first answer is kept for good, so a pause set
-// later is never seen.
+// later is never seen; under PauseSticky a refusal is kept for two minutes,
+// so a resume is seen late.
 func (w *Worker) policy(stream string) (machine.Config, error) {
+	if plant.On(plant.PauseSticky) {
+		return w.stickyPolicy(stream)
+	}
 	if !plant.On(plant.PolicyCached) {
 		return w.cfg.Policy(stream)
 	}
@@ -126,4 +130,20 @@ func (w *Worker) policy(stream string) (machine.Config, error) {
 // store refused as unavailable.
 func renewGivesUp(err error) bool {
 	return plant.On(plant.RenewGivesUpAtOnce) && errors.Is(err, store.ErrUnavailable)
+}
+
+// stickyPolicy is Policy under PauseSticky: a stream refused is refused
+// again, without asking, for two minutes by the worker's clock.
+func (w *Worker) stickyPolicy(stream string) (machine.Config, error) {
+	if until, ok := w.refused[stream]; ok && w.now.Before(until) {
+		return machine.Config{}, errors.New("policy refused within the last two minutes (cached)")
+	}
+	cfg, err := w.cfg.Policy(stream)
+	if err != nil {
+		if w.refused == nil {
+			w.refused = map[string]time.Time{}
+		}
+		w.refused[stream] = w.now.Add(2 * time.Minute)
+	}
+	return cfg, err
 }

@@ -143,9 +143,10 @@ type Worker struct {
 	origin   time.Time // the first clock reading: the poll grid's origin
 	draining bool
 	out      Effects // what the current call hands out
-	// policies keeps Policy's answers under the planted bug PolicyCached
-	// (planted.go); nil otherwise.
+	// policies keeps Policy's answers under the planted bugs PolicyCached
+	// and PauseSticky (planted.go); nil otherwise.
 	policies map[string]machine.Config
+	refused  map[string]time.Time
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a

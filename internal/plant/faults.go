@@ -38,6 +38,10 @@ const (
 	// renewal (store.ErrUnavailable), though the lease has most of its
 	// time left and a prompt retry would keep it (worker).
 	RenewGivesUpAtOnce Bug = "renew-gives-up-at-once"
+	// PauseSticky: the worker keeps its Policy's refusal of a stream for
+	// two minutes, so a resume takes up to two minutes to be seen, past the
+	// pause and the bound the checker allows it (worker).
+	PauseSticky Bug = "pause-sticky"
 )
 
 func init() {
@@ -51,6 +55,7 @@ func init() {
 		ReplayAnyRecord:           "monotonic",
 		PolicyCached:              "pause",
 		RenewGivesUpAtOnce:        "lease-kept",
+		PauseSticky:               "liveness",
 	} {
 		Expected[bug] = rule
 	}
