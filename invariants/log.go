@@ -151,8 +151,8 @@ type Run struct {
 	// Slack is added to every event's MaxAge deadline: the time a lease
 	// handover can take, the largest clock skew between workers (an owner
 	// judges MaxAge by its own clock), and the time workers were crashed or
-	// stalled or the store refused writes (no one can give an event up
-	// then). Zero for a single sender.
+	// stalled, the store refused writes or an operator paused a stream
+	// (no one can give an event up then). Zero for a single sender.
 	Slack time.Duration
 	// Skew is the largest offset between a worker's clock and the run's
 	// clock (Entry.At). A worker judges backoff, NextAt and MaxAge by its

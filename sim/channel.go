@@ -31,7 +31,7 @@ func (s *sim) inWindows(ws []Window) bool {
 // ClientTimeout, whichever comes first.
 func (s *sim) send(n *node, x worker.Send) {
 	c := &s.w.Channel
-	f := &flight{n: n, x: x, event: s.eventIndex(x.ID), key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}}
+	f := &flight{n: n, x: x, event: s.eventIndex(x.ID), key: attemptKey{n, n.inc, x.Token, x.ID, x.Attempt.Attempt}}
 	s.sends[f.event]++ // the event's Sent entries (result)
 	attempt := x.Attempt.Attempt
 	if s.http != nil {
@@ -72,11 +72,15 @@ func (s *sim) failed(f *flight, mode trip, why string) {
 	s.answerOutcome(f, o, o.Detail)
 }
 
-// attemptKey names one attempt of one incarnation of a node: the sender
-// takes the first outcome for it, of whichever flight with the key it is.
+// attemptKey names one attempt of one incarnation of a node under one
+// lease: the sender takes the first outcome for it, of whichever flight
+// with the key it is. The lease's token is part of it because a replay
+// starts an event's attempt numbers again, under a newer lease, while
+// the node's incarnation goes on.
 type attemptKey struct {
 	node    *node
 	inc     int
+	token   uint64
 	id      string
 	attempt int
 }

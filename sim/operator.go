@@ -16,12 +16,15 @@ import (
 // retention. Each action the store takes is logged for the checker
 // (invariants.DeadDiscarded, invariants.Replayed, invariants.Deleted),
 // which holds it to what an operator may do: only a dead letter is
-// discarded or replayed, only a settled record deleted.
+// discarded or replayed, only a settled record deleted. It also pauses
+// streams and resumes them (invariants.Paused, invariants.Resumed): no
+// takeover may deliver in between.
 
 // operatorBy names the operator in the records' histories.
 const operatorBy = "operator"
 
-// startOperator schedules the operator's actions and the clock steps.
+// startOperator schedules the operator's actions (pauses and resumes at
+// their instants) and the clock steps.
 func (s *sim) startOperator() {
 	o := s.w.Operator
 	for range o.Discards {
