@@ -118,7 +118,7 @@ func (s *sim) arrive(f *flight) {
 	if v == rejectedPoison || v == rejectedStubborn {
 		retryAfter = s.w.Receiver.RetryAfter
 	}
-	s.later(f.n, s.elapsed+f.back, func() { s.answer(f, v.outcome(), retryAfter, "") })
+	s.laterFlight(f, s.elapsed+f.back, func() { s.answer(f, v.outcome(), retryAfter, "") })
 }
 
 // received logs what the receiver did with f: v, and why if it could
@@ -172,7 +172,16 @@ func (s *sim) arriveHTTP(f *flight) {
 			return
 		}
 	}
-	s.later(f.n, s.elapsed+f.back, func() { s.answerOutcome(f, o, o.Detail) })
+	s.laterFlight(f, s.elapsed+f.back, func() { s.answerOutcome(f, o, o.Detail) })
+}
+
+// laterFlight schedules fn, a reply to flight f, for the incarnation of
+// f's node that sent it: a node that restarted since never hears it, as
+// a process's requests die with it. (Scheduled with later, it would go to
+// whatever incarnation runs when the reply is scheduled, which a reply
+// held in the network can outlive.)
+func (s *sim) laterFlight(f *flight, at time.Duration, fn func()) {
+	s.q.push(happening{at: at, do: fn, n: f.n, inc: f.key.inc})
 }
 
 // answer hands f's sender an outcome of its attempt, unless it has one
