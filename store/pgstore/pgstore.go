@@ -174,7 +174,7 @@ func schemaVersion(ctx context.Context, tx pgx.Tx, schema string) (int, error) {
 }
 
 var dialect = sqlcore.Dialect{
-	Now:        `SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
+	Now:        `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
 	Lock:       ` FOR UPDATE`,
 	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
 	NextToken:  `SELECT nextval('tokens')`,

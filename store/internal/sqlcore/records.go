@@ -258,8 +258,9 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 		seen[u.ID] = true
 		ids[i] = u.ID
 	}
-	return c.write(ctx, "save", func(tx Tx, now int64) error {
-		if _, err := c.held(ctx, tx, "save", l, now); err != nil {
+	return c.writeUnclocked(ctx, "save", func(tx Tx) error {
+		now, err := c.heldNow(ctx, tx, "save", l)
+		if err != nil {
 			return err
 		}
 		found, err := c.lockDeliveries(ctx, tx, ids)
