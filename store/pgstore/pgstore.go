@@ -178,23 +178,7 @@ var dialect = sqlcore.Dialect{
 	Lock:       ` FOR UPDATE`,
 	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
 	NextToken:  `SELECT nextval('tokens')`,
-	// A Save's records in one statement each, whatever their number.
-	// Both find the rows through the primary key by d.id = ANY($1) even
-	// in a generic plan: PostgreSQL switches a prepared statement to a
-	// generic plan after five runs, and one built while the table looked
-	// empty would otherwise join by a sequential scan for ever
-	// (TestSaveFindsRowsByIndex).
-	LockDeliveries: `SELECT d.stream, d.state, d.attempts, d.next_at, d.reason,
-		d.last_attempt, d.last_status, d.last_detail, d.last_at, d.settled_at, d.id
-		FROM deliveries d WHERE d.id = ANY($1::text[]) FOR UPDATE`,
-	WriteDeliveries: `UPDATE deliveries d SET state = u.state, attempts = u.attempts, next_at = u.next_at,
-		reason = u.reason, last_attempt = u.last_attempt, last_status = u.last_status, last_detail = u.last_detail,
-		last_at = u.last_at, settled_at = u.settled_at
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-			$8::text[], $9::bigint[], $10::bigint[])
-			AS u(id, state, attempts, next_at, reason, last_attempt, last_status, last_detail, last_at, settled_at)
-		WHERE d.id = u.id AND d.id = ANY($1::text[])`,
-	NoRows: func(err error) bool { return errors.Is(err, pgx.ErrNoRows) },
+	NoRows:     func(err error) bool { return errors.Is(err, pgx.ErrNoRows) },
 	Retry: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && (e.Code == "40001" || e.Code == "40P01" || e.Code == "23505")

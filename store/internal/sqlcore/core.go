@@ -50,17 +50,6 @@ type Dialect struct {
 	Lock, SkipLocked string
 	// NextToken is the SQL that draws the next fencing token.
 	NextToken string
-	// LockDeliveries, if not empty, is the SQL that reads and locks the
-	// delivery rows of a batch of IDs in one statement: given the IDs as
-	// $1 (a []string), it returns deliveryCols and then d.id for each
-	// row found. WriteDeliveries, if not empty, writes a batch in one
-	// statement: given, as $1 to $10, the columns id, state, attempts,
-	// next_at, reason, last_attempt, last_status, last_detail, last_at
-	// and settled_at, each a slice ([]string for id and last_detail,
-	// []int64 for the others) with one element per row. Empty, a Save
-	// sends one statement per record: where a statement costs no round
-	// trip (SQLite, in process) there is nothing to gain.
-	LockDeliveries, WriteDeliveries string
 	// NoRows reports whether err says a query returned no row.
 	NoRows func(err error) bool
 	// Retry reports whether err rolled the transaction back for a reason

@@ -246,113 +246,47 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 	if err := store.CheckLease("save", l); err != nil {
 		return err
 	}
-	ids := make([]string, len(ups))
-	seen := make(map[string]bool, len(ups))
-	for i, u := range ups {
-		if err := store.CheckName("save", "update id", u.ID); err != nil {
-			return err // before the query, which a database may refuse
-		}
-		if seen[u.ID] {
-			return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
-		}
-		seen[u.ID] = true
-		ids[i] = u.ID
-	}
 	return c.writeUnclocked(ctx, "save", func(tx Tx) error {
 		now, err := c.heldNow(ctx, tx, "save", l)
 		if err != nil {
 			return err
 		}
-		found, err := c.lockDeliveries(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		recs := make([]store.Record, 0, len(ups))
-		for _, u := range ups {
-			r, ok := found[u.ID]
-			switch {
-			case !ok:
-				return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
-			case r.Stream != l.Stream:
-				return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, r.Stream, l.Stream)
+		seen := make(map[string]bool, len(ups))
+		recs := make([]store.Record, len(ups))
+		for i, u := range ups {
+			if err := store.CheckName("save", "update id", u.ID); err != nil {
+				return err // before the query, which a database may refuse
 			}
-			u.NextAt = Normalize(u.NextAt)
-			if err := store.CheckUpdate(&r, &u); err != nil {
-				return err
+			if seen[u.ID] {
+				return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
 			}
-			if r.State.Terminal() {
-				continue // checked equal: a terminal record never changes at all
-			}
-			store.Apply(&r, u, instant(now))
-			r.ID = u.ID
-			recs = append(recs, r)
-		}
-		return c.writeDeliveries(ctx, tx, recs)
-	})
-}
-
-// lockDeliveries reads and locks the delivery rows of ids, by ID; an ID
-// with no row is absent. With Dialect.LockDeliveries it is one
-// statement.
-func (c *Core) lockDeliveries(ctx context.Context, tx Tx, ids []string) (map[string]store.Record, error) {
-	out := make(map[string]store.Record, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	if c.d.LockDeliveries == "" {
-		for _, id := range ids {
-			var r store.Record
-			err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries d WHERE d.id = $1`+c.d.Lock, id), &r)
+			seen[u.ID] = true
+			err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries d WHERE d.id = $1`+c.d.Lock, u.ID), &recs[i])
 			switch {
 			case c.d.NoRows(err):
-				continue
+				return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
 			case err != nil:
-				return nil, err
+				return err
+			case recs[i].Stream != l.Stream:
+				return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, recs[i].Stream, l.Stream)
 			}
-			out[id] = r
+			u.NextAt = Normalize(u.NextAt)
+			if err := store.CheckUpdate(&recs[i], &u); err != nil {
+				return err
+			}
 		}
-		return out, nil
-	}
-	rows, err := tx.Query(ctx, c.d.LockDeliveries, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r store.Record
-		var id string
-		if err := scanDelivery(rows, &r, &id); err != nil {
-			return nil, err
-		}
-		out[id] = r
-	}
-	return out, rows.Err()
-}
-
-// writeDeliveries writes the delivery state, last outcome and settling
-// of recs (each with its ID). With Dialect.WriteDeliveries it is one
-// statement.
-func (c *Core) writeDeliveries(ctx context.Context, tx Tx, recs []store.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	if c.d.WriteDeliveries == "" {
-		for _, r := range recs {
-			if err := c.writeDelivery(ctx, tx, r.ID, r); err != nil {
+		for i, u := range ups {
+			if recs[i].State.Terminal() {
+				continue // checked equal: a terminal record never changes at all
+			}
+			u.NextAt = Normalize(u.NextAt)
+			store.Apply(&recs[i], u, instant(now))
+			if err := c.writeDelivery(ctx, tx, u.ID, recs[i]); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	n := len(recs)
-	ids, details := make([]string, n), make([]string, n)
-	state, attempts, next, reason := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	lastAttempt, lastStatus, lastAt, settled := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	for i, r := range recs {
-		ids[i], state[i], attempts[i], next[i], reason[i] = r.ID, int64(r.State), int64(r.Attempts), micros(r.NextAt), int64(r.Reason)
-		lastAttempt[i], lastStatus[i], details[i], lastAt[i], settled[i] = int64(r.Last.Attempt), int64(r.Last.Status), r.Last.Detail, micros(r.LastAt), micros(r.SettledAt)
-	}
-	return tx.Exec(ctx, c.d.WriteDeliveries, ids, state, attempts, next, reason, lastAttempt, lastStatus, details, lastAt, settled)
+	})
 }
 
 // writeDelivery writes r's delivery state, last outcome and settling.
