@@ -263,7 +263,10 @@ type Store interface {
 	// CleanDetail makes it, and a terminal record's Last is compared
 	// with the cleaned detail. An update's ID that is not text (see
 	// CheckName) fails with ErrBadArgument. Saving a record delivered
-	// sets its SettledAt. Save must not keep
+	// sets its SettledAt. An empty Save writes nothing but is checked
+	// against the lease all the same. Saves through one lease may run at
+	// once: the store runs them one at a time, each checked against and
+	// applied to what the Saves before it left. Save must not keep
 	// ups, or the Outcomes they point to, after it returns: the worker
 	// reuses them for its next batch.
 	Save(ctx context.Context, l Lease, ups []Update) error

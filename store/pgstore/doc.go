@@ -10,8 +10,9 @@
 // # Leases and fencing in SQL
 //
 // Every call is one transaction. It reads the database's clock first
-// (clock_timestamp(), in microseconds) and judges everything by that one
-// instant: the worker's clock never enters. Every write then locks the
+// (clock_timestamp(), in microseconds; a Save reads it in the statement
+// that locks the stream's row, one round trip fewer) and judges
+// everything by that one instant: the worker's clock never enters. Every write then locks the
 // stream's row (SELECT ... FOR UPDATE) and decides with it in hand, so
 // two calls on one stream are ordered by that lock:
 //

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/courierlab/courier"
@@ -24,6 +26,9 @@ import (
 // The channel answers at once, so the figure is the store's and the
 // runtime's. Each reports events (or jobs) per second; compare with
 // benchstat, or run with -benchtime=5000x -count=5 for the issue's shape.
+// courier's runs also report the statements (round trips: BEGIN and
+// COMMIT included) and the transactions the store sent per event while
+// draining.
 func BenchmarkDrain(b *testing.B) {
 	conn := server(b)
 	for _, streams := range []int{1, 8, 64} {
@@ -49,7 +54,13 @@ func (instant) Probe(context.Context, string) channel.Outcome {
 
 func drainCourier(b *testing.B, streams, workers int) {
 	ctx := b.Context()
-	s := open(b, nil)
+	conn := server(b)
+	var sent counter
+	s, err := Open(ctx, conn, Options{Schema: freshSchema(b, conn), MaxConns: 8, Tracer: &sent})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
 	fanOut(b, streams, func(i, n int) error {
 		for j := range n {
 			if _, _, err := s.Enqueue(ctx, fmt.Sprintf("s%02d", i), fmt.Sprintf("s%02d-%d", i, j), []byte(`{}`)); err != nil {
@@ -85,6 +96,8 @@ func drainCourier(b *testing.B, streams, workers int) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
+	sent.statements.Store(0)
+	sent.transactions.Store(0)
 	b.ResetTimer()
 	start := time.Now()
 	go func() { ran <- svc.Run(runCtx) }()
@@ -94,13 +107,32 @@ func drainCourier(b *testing.B, streams, workers int) {
 		b.Fatalf("delivered %d of %d in 10 minutes", delivered.Load(), b.N)
 	}
 	elapsed := time.Since(start)
+	statements, transactions := sent.statements.Load(), sent.transactions.Load()
 	b.StopTimer()
 	stop()
 	if err := <-ran; err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(statements)/float64(b.N), "stmts/event")
+	b.ReportMetric(float64(transactions)/float64(b.N), "xacts/event")
 }
+
+// counter is a pgx tracer that counts the statements a store sends, and
+// the transactions among them by their BEGIN.
+type counter struct {
+	statements, transactions atomic.Int64
+}
+
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.statements.Add(1)
+	if len(data.SQL) >= 5 && strings.EqualFold(data.SQL[:5], "begin") {
+		c.transactions.Add(1)
+	}
+	return ctx
+}
+
+func (*counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // drainRiver inserts b.N no-op jobs, untimed, then times a River client
 // with k workers working them all.

@@ -35,6 +35,10 @@ type Options struct {
 	// MaxConns bounds the pool; 0 leaves pgxpool's default (or the
 	// connection string's pool_max_conns).
 	MaxConns int32
+	// Tracer, if not nil, is told of every statement the store sends,
+	// BEGIN and COMMIT included (pgx's tracer: a counter, a log, an
+	// OpenTelemetry span).
+	Tracer pgx.QueryTracer
 }
 
 // Store is a store.Store in one PostgreSQL schema. Build it with Open;
@@ -71,6 +75,9 @@ func Open(ctx context.Context, connString string, opt Options) (*Store, error) {
 	cfg.ConnConfig.RuntimeParams["search_path"] = opt.Schema
 	if opt.MaxConns > 0 {
 		cfg.MaxConns = opt.MaxConns
+	}
+	if opt.Tracer != nil {
+		cfg.ConnConfig.Tracer = opt.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -167,7 +174,7 @@ func schemaVersion(ctx context.Context, tx pgx.Tx, schema string) (int, error) {
 }
 
 var dialect = sqlcore.Dialect{
-	Now:        `SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
+	Now:        `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
 	Lock:       ` FOR UPDATE`,
 	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
 	NextToken:  `SELECT nextval('tokens')`,

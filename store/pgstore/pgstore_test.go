@@ -78,7 +78,7 @@ func TestDatabaseClockDecides(t *testing.T) {
 	ctx := t.Context()
 	dbNow := func() time.Time {
 		var us int64
-		if err := s.pool.QueryRow(ctx, dialect.Now).Scan(&us); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT "+dialect.Now).Scan(&us); err != nil {
 			t.Fatal(err)
 		}
 		return time.UnixMicro(us)
@@ -92,6 +92,35 @@ func TestDatabaseClockDecides(t *testing.T) {
 	after := dbNow()
 	if l.Expires.Before(before.Add(ttl)) || l.Expires.After(after.Add(ttl)) {
 		t.Errorf("lease expires %v, want between %v and %v (the database's now + ttl)", l.Expires, before.Add(ttl), after.Add(ttl))
+	}
+}
+
+// TestSaveReadsDatabaseClock: with no Options.Now, Save judges the lease
+// by the database's clock, which it reads in the statement that locks
+// the stream: valid before Expires, stale once the database's now has
+// passed it.
+func TestSaveReadsDatabaseClock(t *testing.T) {
+	s := open(t, nil)
+	ctx := t.Context()
+	l, err := s.Acquire(ctx, "s", "w", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, l, nil); err != nil {
+		t.Fatalf("Save under a fresh lease: %v", err)
+	}
+	for {
+		var expired bool
+		if err := s.pool.QueryRow(ctx, "SELECT "+dialect.Now+" >= $1", l.Expires.UnixMicro()).Scan(&expired); err != nil {
+			t.Fatal(err)
+		}
+		if expired {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := s.Save(ctx, l, nil); !errors.Is(err, store.ErrStaleLease) {
+		t.Errorf("Save once the database's now passed Expires: error = %v, want %v", err, store.ErrStaleLease)
 	}
 }
 

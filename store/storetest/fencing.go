@@ -11,12 +11,14 @@ import (
 )
 
 // refusedStale fails the check unless every lease-checked method refuses
-// l with ErrStaleLease. The Save it tries would be a valid next attempt of
-// rec under a valid lease.
+// l with ErrStaleLease, an empty Save included: the lease is checked
+// whether or not there is a record to write. The Save it tries would be a
+// valid next attempt of rec under a valid lease.
 func (e *env) refusedStale(what string, l store.Lease, rec store.Record) {
 	e.t.Helper()
 	next := up(rec, rec.State, rec.Attempts+1, rec.NextAt, rec.Reason, nil)
 	e.wantErr(what+": Save", e.s.Save(e.ctx, l, []store.Update{next}), store.ErrStaleLease)
+	e.wantErr(what+": empty Save", e.s.Save(e.ctx, l, nil), store.ErrStaleLease)
 	_, err := e.s.Renew(e.ctx, l, time.Hour)
 	e.wantErr(what+": Renew", err, store.ErrStaleLease)
 	_, err = e.s.Pending(e.ctx, l, 0, 10)

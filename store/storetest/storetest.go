@@ -69,6 +69,8 @@ var checks = []check{
 	{"save-terminal-again", saveTerminalAgain},
 	{"save-invalid-writes", saveInvalidWrites},
 	{"save-atomic", saveAtomic},
+	{"save-neighbour-stream", saveNeighbourStream},
+	{"save-concurrent-one-lease", saveConcurrentOneLease},
 	{"save-retry-schedule", saveRetrySchedule},
 	{"terminal-records", terminalRecords},
 	{"outcome-kept", outcomeKept},

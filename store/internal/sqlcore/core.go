@@ -39,9 +39,10 @@ type DB interface {
 
 // Dialect is what differs between SQL backends.
 type Dialect struct {
-	// Now is the SQL that reads the database's clock in unix
-	// microseconds, run first in each transaction; "" means the host's
-	// clock. A Core given a clock function uses it instead.
+	// Now is the SQL expression of the database's clock in unix
+	// microseconds, read first in each transaction (a Save reads it in
+	// the statement that locks its stream); "" means the host's clock.
+	// A Core given a clock function uses it instead.
 	Now string
 	// Lock is appended to a SELECT whose rows must stay locked until
 	// commit (" FOR UPDATE"); SkipLocked to a claim's (" FOR UPDATE SKIP
@@ -88,21 +89,27 @@ var errRetry = errors.New("retryable conflict")
 // changed), a failed commit as store.ErrUnknown unless the database
 // certainly refused it.
 func (c *Core) write(ctx context.Context, op string, fn func(tx Tx, now int64) error) error {
-	return c.run(ctx, op, true, fn)
+	return c.run(ctx, op, true, true, fn)
+}
+
+// writeUnclocked is write for a call that reads the clock itself, in
+// the statement that locks its stream (heldNow): one round trip fewer.
+func (c *Core) writeUnclocked(ctx context.Context, op string, fn func(tx Tx) error) error {
+	return c.run(ctx, op, true, false, func(tx Tx, _ int64) error { return fn(tx) })
 }
 
 // read runs fn in a read transaction.
 func (c *Core) read(ctx context.Context, op string, fn func(tx Tx, now int64) error) error {
-	return c.run(ctx, op, false, fn)
+	return c.run(ctx, op, false, true, fn)
 }
 
-func (c *Core) run(ctx context.Context, op string, write bool, fn func(tx Tx, now int64) error) error {
+func (c *Core) run(ctx context.Context, op string, write, clocked bool, fn func(tx Tx, now int64) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var err error
 	for try := 0; try < maxTries; try++ {
-		err = c.once(ctx, op, write, fn)
+		err = c.once(ctx, op, write, clocked, fn)
 		if !errors.Is(err, errRetry) {
 			return err
 		}
@@ -110,12 +117,15 @@ func (c *Core) run(ctx context.Context, op string, write bool, fn func(tx Tx, no
 	return fmt.Errorf("%w: %s: %d tries met conflicts: %w", store.ErrUnavailable, op, maxTries, err)
 }
 
-func (c *Core) once(ctx context.Context, op string, write bool, fn func(tx Tx, now int64) error) error {
+func (c *Core) once(ctx context.Context, op string, write, clocked bool, fn func(tx Tx, now int64) error) error {
 	tx, err := c.db.Begin(ctx, write)
 	if err != nil {
 		return c.failed(op, err)
 	}
-	now, err := c.clock(ctx, tx)
+	var now int64
+	if clocked {
+		now, err = c.clock(ctx, tx)
+	}
 	if err == nil {
 		err = fn(tx, now)
 	}
@@ -156,17 +166,26 @@ func contract(err error) bool {
 
 // clock reads the store's now, once per call, in microseconds.
 func (c *Core) clock(ctx context.Context, tx Tx) (int64, error) {
-	switch {
-	case c.now != nil:
-		return c.now().UnixMicro(), nil
-	case c.d.Now == "":
-		return time.Now().UnixMicro(), nil
+	if us, ok := c.hostClock(); ok {
+		return us, nil
 	}
 	var us int64
-	if err := tx.QueryRow(ctx, c.d.Now).Scan(&us); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT `+c.d.Now).Scan(&us); err != nil {
 		return 0, fmt.Errorf("reading the database's clock: %w", err)
 	}
 	return us, nil
+}
+
+// hostClock reads the store's now where it is not the database's: the
+// clock function, or the host's clock. ok is false for the database's.
+func (c *Core) hostClock() (us int64, ok bool) {
+	switch {
+	case c.now != nil:
+		return c.now().UnixMicro(), true
+	case c.d.Now == "":
+		return time.Now().UnixMicro(), true
+	}
+	return 0, false
 }
 
 // micros is t in the stored form: microseconds since the Unix epoch, 0

@@ -57,6 +57,33 @@ func (c *Core) held(ctx context.Context, tx Tx, op string, l store.Lease, now in
 	return h, store.CheckHeld(op, h, l, instant(now))
 }
 
+// heldNow is held for a call that has not read the store's clock: it
+// reads it in the statement that locks the stream, and returns it. A
+// stream with no row has no lease to be valid, at any time.
+func (c *Core) heldNow(ctx context.Context, tx Tx, op string, l store.Lease) (now int64, err error) {
+	now, host := c.hostClock()
+	clock := "0"
+	if !host {
+		clock = c.d.Now
+	}
+	var h store.Held
+	var token, expires, us int64
+	var released bool
+	err = tx.QueryRow(ctx, `SELECT lease_owner, lease_token, lease_expires, lease_released, `+clock+`
+		FROM streams WHERE name = $1`+c.d.Lock, l.Stream).Scan(&h.Owner, &token, &expires, &released, &us)
+	switch {
+	case c.d.NoRows(err):
+		return 0, store.CheckHeld(op, store.Held{}, l, time.Time{})
+	case err != nil:
+		return 0, err
+	}
+	if !host {
+		now = us
+	}
+	h.Token, h.Expires, h.Released = uint64(token), instant(expires), released
+	return now, store.CheckHeld(op, h, l, instant(now))
+}
+
 // grant gives owner a lease of ttl on stream under the next token.
 func (c *Core) grant(ctx context.Context, tx Tx, stream, owner string, now int64, ttl time.Duration) (store.Lease, error) {
 	token, err := c.nextToken(ctx, tx)

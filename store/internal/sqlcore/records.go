@@ -246,8 +246,9 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 	if err := store.CheckLease("save", l); err != nil {
 		return err
 	}
-	return c.write(ctx, "save", func(tx Tx, now int64) error {
-		if _, err := c.held(ctx, tx, "save", l, now); err != nil {
+	return c.writeUnclocked(ctx, "save", func(tx Tx) error {
+		now, err := c.heldNow(ctx, tx, "save", l)
+		if err != nil {
 			return err
 		}
 		seen := make(map[string]bool, len(ups))
