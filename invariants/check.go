@@ -309,6 +309,7 @@ func (k *Checker) judge(e *Entry) {
 		k.persisted(e, at)
 	case Sent:
 		p.sent(e, at)
+		p.rate.sent(e, c.newest, c.fail)
 		c.sent(e, at)
 	case Replied:
 		p.replied(e, at)
@@ -336,6 +337,7 @@ func (k *Checker) judge(e *Entry) {
 		c.worker(at.wk).circuit = e.Circuit
 	case Restarted:
 		p.restarted(at)
+		p.rate.restarted(e)
 		c.restarted(at)
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)
