@@ -165,10 +165,10 @@
 // # Planted bugs
 //
 // The simulator proves its invariant checker by switching deliberate bugs
-// into the code (internal/plant). Six of them need the machine's insides
+// into the code (internal/plant). Seven of them need the machine's insides
 // (retry limits, the poison hold, the drain order, the open circuit, the
-// window) and live here, as the unexported faults of a Machine, fixed when
-// it is made. Only a build with the tag plant can set them
+// window, the rate limit) and live here, as the unexported faults of a
+// Machine, fixed when it is made. Only a build with the tag plant can set them
 // (faults_plant.go, the machine's one import of the module, and only in
 // that build); in a normal build faults_off.go sets none, so no input,
 // flag or file can switch one on in a shipped binary. The hooks are plain

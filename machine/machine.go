@@ -457,6 +457,9 @@ func (m *Machine) probeResult(in ProbeResult) {
 func (m *Machine) probeHealthy() {
 	m.streak = 0
 	m.probeFails = 0
+	if m.faults.rateResetOnProbe {
+		m.starts = ring[time.Time]{}
+	}
 	switch m.circuit {
 	case Checking:
 		// The channel is fine, so whatever kept failing is at fault itself
