@@ -54,10 +54,29 @@ const (
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
 	// the faults healed (or after its acceptance, if later).
 	Liveness = "liveness"
+	// PauseHeld: while an operator has the stream paused (Paused until
+	// Resumed), no worker takes it over and delivers: nothing is sent
+	// under a lease granted after the pause and before the resume (less
+	// Run.Stall: a worker may read the pause on a stale clock). The owner
+	// the pause found may finish what it holds (the pause stops
+	// takeovers, docs/operations.md). The availability half is liveness:
+	// Run.Slack counts every pause, so an event that waited on a pause
+	// settles by its deadline plus the pause, no later.
+	PauseHeld = "pause"
+	// LeaseKept: a worker does not give up a lease the store would still
+	// honour by more than Run.ClockMargin + 2*Run.Skew (its clock may lag
+	// or lead by Skew at the renewal and at the drop; Skew includes
+	// stalls): a store outage or a refused renewal shorter than the lease
+	// must not cost the stream, since a prompt retry would have kept it.
+	// Judged on LeaseDropped, against the expiry the store last told the
+	// worker for the token (LeaseGranted, LeaseRenewed; not a renewal whose
+	// reply was lost); a token a newer grant or a replay superseded was no
+	// longer valid.
+	LeaseKept = "lease-kept"
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness}, PolicyNames...)
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -103,6 +122,10 @@ type eventView struct {
 	deadAs    machine.DeadReason // the reason it was first persisted dead with
 	settled   bool               // an operator discarded it, a dead letter
 	deleted   bool               // retention deleted it (judged when it was)
+	// replayToken is the fencing token of the latest replay of it (0:
+	// never replayed): a send under an older token belongs to an earlier
+	// budget, the late send of an owner the replay fenced off.
+	replayToken uint64
 }
 
 // identity is what of a record may never change once it is accepted.
@@ -220,7 +243,7 @@ func (k *Checker) worker(name string) int {
 // checker follows: its ID's (on Persisted, its record's).
 func (k Kind) namesEvent() bool {
 	switch k {
-	case Acked, Persisted, Sent, Applied, Replied, Offered, Refused, Adopted, DeadDiscarded, Deleted:
+	case Acked, Persisted, Sent, Applied, Replied, Offered, Refused, Adopted, DeadDiscarded, Deleted, Replayed:
 		return true
 	}
 	return false // Discarded and WriteRejected are judged by nothing numbered
@@ -230,7 +253,7 @@ func (k Kind) namesEvent() bool {
 // acted, which the checker follows.
 func (k Kind) namesWorker() bool {
 	switch k {
-	case Persisted, Sent, Probed, CircuitChanged, Restarted, LeaseGranted, Replied, ProbeReplied, LeaseRenewed, Adopted:
+	case Persisted, Sent, Probed, CircuitChanged, Restarted, LeaseGranted, Replied, ProbeReplied, LeaseRenewed, Adopted, LeaseDropped:
 		return true
 	}
 	return false
@@ -244,6 +267,7 @@ func (c *checker) reset(run Run, ids *names) {
 	c.order = c.order[:0]
 	c.strict.reset()
 	c.newest, c.applied, c.out, c.last = 0, 0, nil, time.Time{}
+	c.pause.reset()
 }
 
 type checker struct {
@@ -256,6 +280,7 @@ type checker struct {
 	newest  uint64          // the newest fencing token granted
 	applied uint64          // highest seq applied (strict)
 	last    time.Time       // when the latest entry was observed
+	pause   pauseState      // the operator's pauses of the stream
 	out     []Violation
 }
 
@@ -330,6 +355,7 @@ func (k *Checker) judge(e *Entry) {
 	case LeaseGranted:
 		p.lease(e, at)
 		c.newest = max(c.newest, e.Token)
+		c.pause.granted(e)
 	case LeaseRenewed:
 		p.lease(e, at)
 	case Probed:
@@ -351,6 +377,12 @@ func (k *Checker) judge(e *Entry) {
 		c.discarded(e, at)
 	case Deleted:
 		c.deleted(e, at)
+	case Replayed:
+		k.replayed(e, at)
+	case Paused, Resumed:
+		c.pause.changed(e, c.run.Stall)
+	case LeaseDropped:
+		p.dropped(e)
 	case Discarded:
 		if c.run.ReceiverVerdicts {
 			c.receiverDiscarded(e, k.event(e.ID))
@@ -544,11 +576,20 @@ func (c *checker) deserved(e *Entry, v *event) {
 func (c *checker) sent(e *Entry, at ref) {
 	v := &c.events[at.ev]
 	p := &c.run.Policy
-	v.sends++
-	switch {
-	case !v.persisted:
+	if step, ok := c.pause.heldBy(e.Token); ok {
+		c.fail(PauseHeld, e.ID, e.Step, "attempt %d sent by %s under token %d, granted while the stream was paused (step %d)", e.Attempt, nameOf(e.Worker), e.Token, step)
+	}
+	if !v.persisted {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent, but the event was never persisted", e.Attempt)
 		return
+	}
+	if v.beforeReplay(e.Token) {
+		// Persisted in a budget before the latest replay, by an owner the
+		// replay fenced off: it counts against that budget, not this one.
+		return
+	}
+	v.sends++
+	switch {
 	case v.sends > p.MaxAttempts:
 		c.fail(BoundedSends, e.ID, e.Step, "sent %d times; MaxAttempts is %d", v.sends, p.MaxAttempts)
 	}
@@ -572,7 +613,10 @@ func (c *checker) sent(e *Entry, at ref) {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent while the event was parked", e.Attempt)
 	}
 	if p.Ordering == machine.Strict {
-		if pos, blocked := c.strict.blocker(v.first.seq); blocked {
+		// A blocker replayed after this send's lease was granted was
+		// terminal when the send was persisted: the late send of an owner
+		// the replay fenced off.
+		if pos, blocked := c.strict.blocker(v.first.seq); blocked && !c.events[c.order[pos]].beforeReplay(e.Token) {
 			ev := c.order[pos]
 			w := &c.events[ev]
 			c.fail(Order, e.ID, e.Step, "seq %d sent while earlier seq %d (%s) was %s", v.first.seq, w.first.seq, c.ids.list[ev], w.rec.State)
@@ -702,4 +746,51 @@ func (c *checker) stateOf(v *event) string {
 		return "never persisted"
 	}
 	return describe(v.rec)
+}
+
+// beforeReplay reports whether an act under lease token came before the
+// event's latest replay: the replay fenced that lease off. Without leases
+// (token 0) the log cannot tell.
+func (v *eventView) beforeReplay(token uint64) bool {
+	return token != 0 && token < v.replayToken
+}
+
+// replayed judges an operator's replay and gives the event the fresh
+// budget the replay gives it: only an undiscarded dead letter may be
+// replayed, and the store must hand it back pending with no attempts.
+// From then on the event is judged as a newly accepted one whose MaxAge
+// counts from the replay (its sends, its attempt numbers, why it may die,
+// its liveness deadline), but it stays the same event for the receiver:
+// its effect must still take place at most once (applied-once), and in
+// strict order its sequence is where it was.
+func (k *Checker) replayed(e *Entry, at ref) {
+	c, p := &k.c, &k.p
+	v := &c.events[at.ev]
+	if !v.persisted || v.rec.State != machine.Dead || v.settled {
+		what := c.stateOf(v)
+		if v.settled {
+			what = "a discarded dead letter"
+		}
+		c.fail(Monotonic, e.ID, e.Step, "replayed by %s while %s: only an undiscarded dead letter may be replayed", e.Worker, what)
+	}
+	r := &e.Record
+	if r.State != machine.Pending || r.Attempts != 0 || r.Reason != 0 {
+		c.fail(Monotonic, e.ID, e.Step, "the replay left it %s with %d attempts, not pending with a fresh budget", describe(*r), r.Attempts)
+	}
+	if !v.persisted {
+		return
+	}
+	// The replay fences every lease granted before it.
+	c.newest = max(c.newest, e.Token)
+	p.newest = max(p.newest, e.Token)
+	if v.rec.State.Terminal() && !r.State.Terminal() {
+		p.live++
+	}
+	v.rec = *r
+	v.first.acceptedAt = r.AcceptedAt // the fresh budget's start
+	v.replayToken = e.Token
+	v.sends, v.sent = 0, v.sent[:0]
+	v.refused, v.everDead, v.deadAs, v.doneAt = false, false, 0, time.Time{}
+	v.failedAt = time.Time{}
+	c.strict.set(v.pos, r.State.Terminal())
 }

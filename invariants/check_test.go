@@ -7,6 +7,7 @@ package invariants_test
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -1124,4 +1125,401 @@ func TestOperatorActions(t *testing.T) {
 			},
 		},
 	})
+}
+
+// replay is an operator replaying id (store.Replay) under fencing token
+// token (0 without leases): the store hands it back pending, with no
+// attempts, its MaxAge counting from now.
+func (b *logb) replay(id string, token uint64) int {
+	r := b.recs[id]
+	r.State, r.Attempts, r.Reason, r.AcceptedAt, r.NextAt = machine.Pending, 0, machine.NotDead, epoch.Add(b.now), epoch.Add(b.now)
+	b.recs[id] = r
+	for k := range b.replied {
+		if strings.HasPrefix(k, id+"#") {
+			delete(b.replied, k) // the attempt numbers start again
+		}
+	}
+	return b.add(invariants.Entry{Kind: invariants.Replayed, ID: id, Seq: r.Seq, Worker: "operator", Token: token, Record: r})
+}
+
+// sendAs sends attempt n of id under lease token.
+func (b *logb) sendAs(id string, n int, token uint64) int {
+	return b.add(invariants.Entry{Kind: invariants.Sent, ID: id, Seq: b.recs[id].Seq, Attempt: n, Token: token})
+}
+
+// TestReplay: an operator's replay of an undiscarded dead letter gives it
+// a fresh budget (attempts, attempt numbers, reasons to die and deadline
+// all count anew), but never a second effect; a replay of anything else
+// is a store that rewrote history (monotonic).
+func TestReplay(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "exhausted dead letter replayed and delivered",
+			reason: "a replay starts a fresh budget: attempt 1 again, MaxAttempts sends again",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				for range 3 {
+					b.attempt("e1")
+				}
+				b.die("e1", machine.Exhausted)
+				b.wait(time.Minute)
+				b.replay("e1", 0)
+				b.attempt("e1")
+				b.attempt("e1")
+				b.deliver("e1")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "replayed dead letter dies again",
+			reason: "a replayed event may die again, for a reason that holds in its new budget",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Rejected)
+				b.replay("e1", 0)
+				for range 3 {
+					b.attempt("e1")
+				}
+				b.die("e1", machine.Exhausted)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "expired dead letter replayed long after acceptance",
+			reason: "MaxAge counts from the replay: the liveness deadline moves with it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Expired)
+				b.wait(2 * b.run.Policy.MaxAge)
+				b.replay("e1", 0)
+				b.deliver("e1")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "late send of the budget before the replay",
+			reason: "an owner the replay fenced off may still send an attempt it persisted before: it counts against the old budget",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(time.Hour)})
+				b.accept("e1")
+				for n := 1; n <= 3; n++ {
+					b.persist("e1", machine.Pending, n, machine.NotDead)
+					b.sendAs("e1", n, 1)
+					b.reply("e1", machine.OutcomeFailed)
+				}
+				b.persist("e1", machine.Dead, 3, machine.Exhausted)
+				b.replay("e1", 2)
+				b.sendAs("e1", 3, 1) // the zombie's, held in the network
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 3, Until: epoch.Add(time.Hour)})
+				for n := 1; n <= 3; n++ {
+					b.persist("e1", machine.Pending, n, machine.NotDead)
+					b.sendAs("e1", n, 3)
+					b.reply("e1", machine.OutcomeFailed)
+				}
+				b.persist("e1", machine.Dead, 3, machine.Exhausted)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "sends past MaxAttempts in the replayed budget",
+			reason: "the fresh budget is a budget: MaxAttempts still bounds it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Rejected)
+				b.replay("e1", 0)
+				for range 3 {
+					b.attempt("e1")
+				}
+				s := b.attempt("e1")
+				b.die("e1", machine.Exhausted)
+				b.finish()
+				return []found{{invariants.BoundedSends, "e1", s}}
+			},
+		},
+		{
+			name:   "replayed dead letter exhausted too early",
+			reason: "attempts before the replay do not count toward the new budget",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				for range 3 {
+					b.attempt("e1")
+				}
+				b.die("e1", machine.Exhausted)
+				b.replay("e1", 0)
+				b.attempt("e1")
+				b.reply("e1", machine.OutcomeFailed)
+				s := b.persist("e1", machine.Dead, 1, machine.Exhausted)
+				b.finish()
+				return []found{{invariants.DeadDeserved, "e1", s}}
+			},
+		},
+		{
+			name:   "applied again after a replay",
+			reason: "a replay is a fresh budget, not a fresh effect: the receiver must still apply the event once",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.apply("e1") // the reply was lost, and the budget ran out
+				b.die("e1", machine.Exhausted)
+				b.replay("e1", 0)
+				b.attempt("e1")
+				s := b.apply("e1")
+				b.reply("e1", machine.OutcomeDelivered)
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.AppliedOnce, "e1", s}}
+			},
+		},
+		{
+			name:   "delivered record replayed",
+			reason: "only a dead letter may be replayed: a store that re-drives a delivered record rewrites history",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.deliver("e1")
+				s := b.replay("e1", 0)
+				b.attempt("e1")
+				b.discard("e1", "duplicate")
+				b.reply("e1", machine.OutcomeDelivered)
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
+		{
+			name:   "pending record replayed",
+			reason: "a replay of a live event resets its attempt count behind its owner's back",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				s := b.replay("e1", 0)
+				b.deliver("e1")
+				b.finish()
+				// The fresh attempt 1 goes out while the first is in flight.
+				return []found{{invariants.Monotonic, "e1", s}, {invariants.BoundedSends, "e1", s + 1}}
+			},
+		},
+		{
+			name:   "discarded dead letter replayed",
+			reason: "a discarded dead letter is settled; retention may delete it at any time",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Rejected)
+				b.discardDead("e1")
+				s := b.replay("e1", 0)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
+		{
+			name:   "replay that left the record dead",
+			reason: "the store must hand a replayed dead letter back pending with no attempts",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.attempt("e1")
+				b.die("e1", machine.Rejected)
+				r := b.recs["e1"]
+				s := b.add(invariants.Entry{Kind: invariants.Replayed, ID: "e1", Seq: r.Seq, Worker: "operator", Record: r})
+				b.finish()
+				return []found{{invariants.Monotonic, "e1", s}}
+			},
+		},
+	})
+}
+
+// grant logs a lease granted to the sender under token.
+func (b *logb) grant(token uint64) int {
+	return b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: token, Until: epoch.Add(b.now + time.Hour)})
+}
+
+// pause logs an operator's pause (on) or resume of the stream.
+func (b *logb) pause(on bool) int {
+	k := invariants.Resumed
+	if on {
+		k = invariants.Paused
+	}
+	return b.add(invariants.Entry{Kind: k, Worker: "operator"})
+}
+
+// deliverAs is one successful attempt sent under lease token.
+func (b *logb) deliverAs(id string, token uint64) int {
+	n := b.recs[id].Attempts + 1
+	b.persist(id, b.recs[id].State, n, machine.NotDead)
+	s := b.sendAs(id, n, token)
+	b.apply(id)
+	b.reply(id, machine.OutcomeDelivered)
+	b.persist(id, machine.Delivered, n, machine.NotDead)
+	return s
+}
+
+// TestPause (pause): while an operator has the stream paused, no
+// takeover delivers; the owner the pause found may finish what it holds.
+func TestPause(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "owner finishes what it holds",
+			reason: "a pause stops takeovers; the owner it found finishes its events",
+			build: func(b *logb) []found {
+				b.grant(1)
+				b.accept("e1")
+				b.pause(true)
+				b.deliverAs("e1", 1)
+				b.pause(false)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "takeover refused during the pause, delivered after the resume",
+			reason: "a lease granted in the pause and given back at once delivers nothing; the next one after the resume may",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.pause(true)
+				b.wait(time.Second)
+				b.grant(1)
+				b.wait(time.Second)
+				b.pause(false)
+				b.grant(2)
+				b.deliverAs("e1", 2)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "takeover delivers during the pause",
+			reason: "a worker that took the stream over in the pause ignored it",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.pause(true)
+				b.grant(1)
+				s := b.deliverAs("e1", 1)
+				b.pause(false)
+				b.finish()
+				return []found{{invariants.PauseHeld, "e1", s}}
+			},
+		},
+		{
+			name:   "takeover in the pause delivers after the resume",
+			reason: "a lease granted in the pause must have been refused: what it sends later is as wrong",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.pause(true)
+				b.grant(1)
+				b.wait(time.Second)
+				b.pause(false)
+				s := b.deliverAs("e1", 1)
+				b.finish()
+				return []found{{invariants.PauseHeld, "e1", s}}
+			},
+		},
+		{
+			name:   "takeover read the pause on a stale clock",
+			reason: "a grant within Run.Stall of the resume may have read the stream's policy after it",
+			build: func(b *logb) []found {
+				b.run.Stall = time.Second
+				b.accept("e1")
+				b.pause(true)
+				b.grant(1)
+				b.wait(time.Second)
+				b.pause(false)
+				b.deliverAs("e1", 1)
+				b.finish()
+				return nil
+			},
+		},
+	})
+}
+
+// renew logs the store renewing the sender's lease token until until
+// from now; detail invariants.ReplyLost says the sender never heard.
+func (b *logb) renew(token uint64, until time.Duration, detail string) int {
+	return b.add(invariants.Entry{Kind: invariants.LeaseRenewed, Token: token, Until: epoch.Add(b.now + until), Detail: detail})
+}
+
+// dropLease logs the sender giving its lease token up by its own clock.
+func (b *logb) dropLease(token uint64) int {
+	return b.add(invariants.Entry{Kind: invariants.LeaseDropped, Token: token, Detail: "the lease ran out by the worker's clock"})
+}
+
+// TestLeaseKept (lease-kept): a worker gives up a lease of its own
+// accord only when the store told it the lease ends within ClockMargin
+// (and twice the skew).
+func TestLeaseKept(t *testing.T) {
+	rows := []checkRow{
+		{
+			name:   "given up at its end by the worker's clock",
+			reason: "a worker that stops ClockMargin before the lease ends keeps the lease as long as it may",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(1800 * time.Millisecond)
+				b.dropLease(1)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "given up with most of it left",
+			reason: "one refused renewal must not cost a lease that has a second left: a prompt retry keeps it",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(700 * time.Millisecond)
+				s := b.dropLease(1)
+				b.finish()
+				return []found{{invariants.LeaseKept, "", s}}
+			},
+		},
+		{
+			name:   "given up before a renewal it heard of ends",
+			reason: "the expiry that counts is the latest the store told the worker",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(time.Second)
+				b.renew(1, 2*time.Second, "")
+				b.wait(time.Second)
+				s := b.dropLease(1)
+				b.finish()
+				return []found{{invariants.LeaseKept, "", s}}
+			},
+		},
+		{
+			name:   "renewal whose reply was lost",
+			reason: "the worker cannot count on a renewal it never heard of",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.wait(1700 * time.Millisecond)
+				b.renew(1, 2*time.Second, invariants.ReplyLost)
+				b.wait(100 * time.Millisecond)
+				b.dropLease(1)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "superseded lease given up",
+			reason: "a lease a newer grant superseded is no longer valid, whatever its expiry said",
+			build: func(b *logb) []found {
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 1, Until: epoch.Add(b.now + 2*time.Second)})
+				b.add(invariants.Entry{Kind: invariants.LeaseGranted, Token: 2, Worker: "w2", Until: epoch.Add(b.now + 2*time.Second)})
+				b.dropLease(1)
+				b.finish()
+				return nil
+			},
+		},
+	}
+	for i := range rows {
+		build := rows[i].build
+		rows[i].build = func(b *logb) []found {
+			b.run.ClockMargin = 200 * time.Millisecond
+			return build(b)
+		}
+	}
+	checkRows(t, rows)
 }

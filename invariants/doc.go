@@ -33,7 +33,15 @@
 //   - operator actions: only a dead letter may be discarded, and only a
 //     settled record (delivered, or a discarded dead letter) deleted by
 //     retention; a record rightly deleted is not lost. Anything else is
-//     nothing-lost (dead-kept for an undiscarded dead letter).
+//     nothing-lost (dead-kept for an undiscarded dead letter). Only an
+//     undiscarded dead letter may be replayed (Replayed), and the store
+//     hands it back pending with no attempts; anything else is monotonic.
+//     A replay starts a fresh budget: from it, sends, attempt numbers,
+//     dead-deserved, age and liveness count as for a new acceptance at
+//     the replay's instant, and a send under a lease the replay fenced
+//     off counts against the old budget. It is no fresh effect: the
+//     receiver still applies the event at most once (applied-once), and
+//     in strict order it keeps its place.
 //   - dead-deserved: a dead letter's reason is true of its history:
 //     exhausted only after MaxAttempts sends, expired only once MaxAge
 //     has passed (or the next attempt would come after it), rejected only
@@ -44,6 +52,18 @@
 //   - liveness: every event settles by MaxAge+AttemptTimeout (+Run.Slack
 //     for lease handovers and clock skew) after its acceptance, and within
 //     Run.LivenessBound of the faults healing.
+//   - pause: while an operator has the stream paused (Paused until
+//     Resumed), nothing is sent under a lease granted in the pause (a
+//     grant within Run.Stall of the resume excepted); the owner the pause
+//     found may finish what it holds. Availability is liveness's: Slack
+//     counts each pause (and a poll to claim the stream after it), so an
+//     event that waited on a pause is late by no more than the pause.
+//   - lease-kept: a worker gives a lease up of its own accord
+//     (LeaseDropped) only when the store told it the lease ends within
+//     Run.ClockMargin + 2*Run.Skew: a refused renewal or a store outage
+//     shorter than the lease must not cost the stream, since a prompt
+//     retry would keep it. A renewal whose reply was lost (ReplyLost)
+//     does not count: the worker could not know of it.
 //
 // # The policy rules
 //

@@ -12,6 +12,9 @@ import (
 type leases struct {
 	newest uint64
 	until  map[uint64]time.Time
+	// heard is each token's expiry as its worker was last told of it:
+	// a renewal whose reply was lost is in until, not here.
+	heard map[uint64]time.Time
 }
 
 func (p *policy) lease(e *Entry, at ref) {
@@ -23,6 +26,7 @@ func (p *policy) lease(e *Entry, at ref) {
 		}
 		p.newest = max(p.newest, e.Token)
 		p.until[e.Token] = e.Until
+		p.heard[e.Token] = e.Until
 		w.held = e.Token
 	case LeaseRenewed:
 		if held := w.held; e.Token != held {
@@ -38,6 +42,25 @@ func (p *policy) lease(e *Entry, at ref) {
 			p.fail(Leases, "", e.Step, "%s's renewal moved the expiry of token %d %v earlier", e.Worker, e.Token, until.Sub(e.Until))
 		}
 		p.until[e.Token] = e.Until
+		if e.Detail != ReplyLost {
+			p.heard[e.Token] = e.Until
+		}
+	}
+}
+
+// dropped judges a lease the worker gave up of its own accord: it had
+// not been told the lease runs for more than the workers' ClockMargin
+// longer, give or take twice the clock offsets. A renewal whose reply
+// was lost does not count: the worker could not know of it.
+func (p *policy) dropped(e *Entry) {
+	margin := p.run.ClockMargin
+	until, ok := p.heard[e.Token]
+	if margin <= 0 || !ok || e.Token < p.newest {
+		return
+	}
+	if left := until.Sub(e.At); left > margin+2*p.run.Skew {
+		p.fail(LeaseKept, "", e.Step, "%s gave up lease token %d with %v left, as the store had told it (%s); ClockMargin %v and twice the skew %v allow %v",
+			nameOf(e.Worker), e.Token, left, e.Detail, margin, p.run.Skew, margin+2*p.run.Skew)
 	}
 }
 

@@ -50,6 +50,8 @@ const (
 	// "healthy" or "unhealthy").
 	ProbeReplied
 	// LeaseRenewed: the store renewed Worker's lease Token until Until.
+	// Detail ReplyLost: the store renewed it, and its reply never reached
+	// Worker.
 	LeaseRenewed
 	// Adopted: Worker's machine took over ID, a record the shared store
 	// accepted.
@@ -64,6 +66,25 @@ const (
 	// record rightly deleted is not lost: the store no longer has it by
 	// design.
 	Deleted
+	// Replayed: an operator replayed ID (store.Replay succeeded): Record
+	// is what the store holds after it, in the machine's form (pending,
+	// no attempts, AcceptedAt the replay's instant, where its fresh MaxAge
+	// counts from), and Token the replay's fencing token, which makes
+	// every lease granted before it stale. Only an undiscarded dead
+	// letter may be replayed; it starts a fresh delivery budget.
+	Replayed
+	// Paused: an operator paused the stream (no ID): from now on no
+	// worker may take it over and deliver, until Resumed. The worker that
+	// owns the stream when the pause comes may finish what it holds.
+	Paused
+	// Resumed: an operator resumed the paused stream (no ID).
+	Resumed
+	// LeaseDropped: Worker stopped acting on its lease Token of its own
+	// accord, though the store had refused it nothing (Detail says why:
+	// its own clock said the lease ran out). It must not do so while the
+	// store would still honour the lease by more than Run.ClockMargin and
+	// twice Run.Skew (lease-kept).
+	LeaseDropped
 )
 
 var kindNames = [...]string{
@@ -71,11 +92,12 @@ var kindNames = [...]string{
 	Applied: "applied", Discarded: "discarded", CircuitChanged: "circuit", Restarted: "restarted",
 	LeaseGranted: "lease", WriteRejected: "write-rejected", Replied: "replied",
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
-	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted",
+	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
+	Paused: "paused", Resumed: "resumed", LeaseDropped: "lease-dropped",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= Deleted {
+	if k >= Acked && k <= LeaseDropped {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -97,7 +119,8 @@ type Entry struct {
 	// a single sender; "store" for a record the store itself created).
 	Worker string
 	// Token is the fencing token under which Worker acted (0 without
-	// leases): on Sent, Persisted and LeaseGranted.
+	// leases): on Sent, Persisted and LeaseGranted; on Replayed, the
+	// replay's own.
 	Token uint64
 	// RetryAfter is the receiver's hint, on Replied.
 	RetryAfter time.Duration
@@ -128,14 +151,19 @@ type Run struct {
 	// Slack is added to every event's MaxAge deadline: the time a lease
 	// handover can take, the largest clock skew between workers (an owner
 	// judges MaxAge by its own clock), and the time workers were crashed or
-	// stalled or the store refused writes (no one can give an event up
-	// then). Zero for a single sender.
+	// stalled, the store refused writes or an operator paused a stream
+	// (no one can give an event up then). Zero for a single sender.
 	Slack time.Duration
 	// Skew is the largest offset between a worker's clock and the run's
 	// clock (Entry.At). A worker judges backoff, NextAt and MaxAge by its
 	// own clock, so the policy rules allow Skew either way. Zero for a
 	// single sender.
 	Skew time.Duration
+	// ClockMargin is how much of a lease the workers leave unused by their
+	// own clock (worker.Config.ClockMargin): the most a correct worker
+	// gives a lease up early, besides clock offsets. Zero: the lease-kept
+	// rule is not judged.
+	ClockMargin time.Duration
 	// Stall is the longest a worker may act on a stale clock reading (it
 	// read its clock, froze, then acted): it stamps an attempt's start up
 	// to Stall early, so it may count the attempt timed out, and start
@@ -156,6 +184,11 @@ type Run struct {
 	// sender's side leaves it false.
 	ReceiverVerdicts bool
 }
+
+// ReplyLost is the Detail of a LeaseRenewed whose reply the worker never
+// got: the lease runs until Until in the store, but the worker could not
+// count on it.
+const ReplyLost = "reply lost"
 
 // Details of a Discarded entry.
 const (

@@ -127,9 +127,10 @@ func (p *policy) reset(run Run, ids *names) {
 	p.run, p.ids = run, ids
 	p.workers = p.workers[:0]
 	if p.until == nil {
-		p.until = map[uint64]time.Time{}
+		p.until, p.heard = map[uint64]time.Time{}, map[uint64]time.Time{}
 	}
 	clear(p.until)
+	clear(p.heard)
 	p.newest = 0
 	p.live = 0
 	p.due.reset()

@@ -147,8 +147,31 @@ func (g *gen) step() {
 		}
 		g.add(Entry{Kind: kind, Token: token, Until: g.now.Add(time.Duration(rng.IntN(5)) * time.Second)})
 	default:
-		g.add(Entry{Kind: WriteRejected, ID: id, Detail: "stale"})
+		switch rng.IntN(5) {
+		case 0:
+			g.add(Entry{Kind: []Kind{Paused, Resumed}[rng.IntN(2)], Worker: "operator"})
+		case 1:
+			g.replay(id)
+		case 2:
+			g.add(Entry{Kind: LeaseDropped, Token: g.token, Detail: "ran out"})
+		default:
+			g.add(Entry{Kind: WriteRejected, ID: id, Detail: "stale"})
+		}
 	}
+}
+
+// replay is an operator's replay of id, whatever its state: a fresh
+// budget under a new token.
+func (g *gen) replay(id string) {
+	prev := g.recs[id]
+	if prev == nil {
+		return
+	}
+	r := *prev
+	r.State, r.Attempts, r.Reason, r.AcceptedAt, r.NextAt = machine.Pending, 0, 0, g.now, g.now
+	g.token++
+	g.recs[id] = &r
+	g.add(Entry{Kind: Replayed, ID: id, Seq: r.Seq, Worker: "operator", Token: g.token, Record: r})
 }
 
 func (g *gen) seq(id string) uint64 {
@@ -213,6 +236,7 @@ func (g *gen) finish() {
 	g.run.Slack = time.Duration(rng.IntN(2)) * time.Second
 	g.run.Skew = time.Duration(rng.IntN(2)) * 100 * time.Millisecond
 	g.run.Stall = time.Duration(rng.IntN(2)) * 200 * time.Millisecond
+	g.run.ClockMargin = time.Duration(rng.IntN(3)) * 100 * time.Millisecond
 	if rng.IntN(2) == 0 {
 		g.run.HealedAt = epochR.Add(time.Duration(rng.IntN(20)) * time.Second)
 		g.run.LivenessBound = time.Duration(1+rng.IntN(20)) * time.Second

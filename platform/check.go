@@ -254,6 +254,23 @@ func CheckPage(kind, after string, limit int) error {
 	return CheckID("after", kind, after)
 }
 
+// CheckMessageFilter checks a ListMessages filter and its page: the
+// event type, if any, a name CheckEventTypeName accepts, the endpoint,
+// if any, an endpoint ID.
+func CheckMessageFilter(f MessageFilter, after string, limit int) error {
+	if f.EventType != "" {
+		if err := CheckEventTypeName("event_type", f.EventType); err != nil {
+			return err
+		}
+	}
+	if f.EndpointID != "" {
+		if err := CheckID("endpoint_id", EndpointKind, f.EndpointID); err != nil {
+			return err
+		}
+	}
+	return CheckPage(MessageKind, after, limit)
+}
+
 // IsID reports whether id is an ID of kind. A store answers ErrNotFound
 // for an ID that is not, without asking its backend: no such record can
 // exist.

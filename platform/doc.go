@@ -36,9 +36,16 @@
 // every entry. Message.Complete says whether every entry is enqueued; if
 // not, the message is durable and the re-drive finishes it.
 //
+// Store.ListMessages lists an application's messages newest first, a
+// page at a time, with their fan-out, filtered by a MessageFilter: an
+// event type and creation-time bounds.
+//
 // An endpoint created after a message was published does not receive it.
-// Sending older messages to a new endpoint on request (Svix's "recover")
-// is not built yet.
+// Sending older messages to a new endpoint on request (Svix's "replay
+// missing") is not built yet. Replaying an endpoint's dead letters in
+// bulk (Svix's "recover") is not this package's: its deliveries are
+// events of the delivery store, and courier serve replays them there
+// (POST /v1/apps/{app}/endpoints/{endpoint}/replay).
 //
 // # Attempt log and endpoint health
 //

@@ -120,6 +120,26 @@ func (m Message) Complete() bool {
 	return true
 }
 
+// MessageFilter narrows ListMessages; a zero field lets every message
+// through.
+type MessageFilter struct {
+	EventType string // only messages of this type
+	// EndpointID: only messages with a delivery to this endpoint (an
+	// entry in their fan-out).
+	EndpointID string
+	// CreatedBefore and CreatedAfter bound CreatedAt, each excluding the
+	// instant itself.
+	CreatedBefore, CreatedAfter time.Time
+}
+
+// Pass reports whether m passes f.
+func (f MessageFilter) Pass(m Message) bool {
+	return (f.EventType == "" || m.EventType == f.EventType) &&
+		(f.EndpointID == "" || slices.ContainsFunc(m.Fanout, func(x Fanout) bool { return x.EndpointID == f.EndpointID })) &&
+		(f.CreatedBefore.IsZero() || m.CreatedAt.Before(f.CreatedBefore)) &&
+		(f.CreatedAfter.IsZero() || m.CreatedAt.After(f.CreatedAfter))
+}
+
 // Store keeps applications, endpoints, event types and messages. Every
 // method is safe for concurrent use. A method that returns nil made its
 // whole change durable; one that returns an error changed nothing, but
@@ -180,6 +200,11 @@ type Store interface {
 	// GetMessage returns the message id of application app, with its
 	// fan-out as it stands.
 	GetMessage(ctx context.Context, app, id string) (Message, error)
+	// ListMessages lists the messages of application app that pass f,
+	// newest first (ID order, descending), after the message ID after in
+	// that order ("" for the first page), each with its fan-out as it
+	// stands. ErrNotFound if there is no such application.
+	ListMessages(ctx context.Context, app string, f MessageFilter, after string, limit int) ([]Message, error)
 	// SetFanout moves the entry of message msg for endpoint from Pending
 	// to state (Enqueued, or Refused with a detail). Setting an entry to
 	// the state it has changes nothing; any other move fails with

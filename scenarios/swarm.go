@@ -260,7 +260,8 @@ func drawRegions(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time
 // drawFaults is Swarm's second pass: the store's own faults (calls refused
 // or their replies lost, bursts of refused renewals shorter and longer
 // than a lease), clock steps on either side of the workers' ClockMargin,
-// and an operator who discards dead letters and deletes settled records.
+// and an operator who discards dead letters, replays them, deletes
+// settled records and pauses streams.
 func drawFaults(r *rand.Rand, w *sim.World) {
 	dur := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
@@ -299,5 +300,21 @@ func drawFaults(r *rand.Rand, w *sim.World) {
 		o := &w.Operator
 		o.Deletes = 1 + r.IntN(2)
 		o.Retention = w.FaultsEnd + w.Producer.TwiceDelay + w.Producer.AckTimeout + dur(time.Second, 20*time.Second)
+	}
+	// Drawn last, so that the worlds drawn before replays existed are
+	// drawn as they were, but for the replays.
+	if coin(0.3) {
+		w.Operator.Replays = 1 + r.IntN(4)
+	}
+	if coin(0.3) {
+		// Pauses from half a lease to half the faulty span: the owner
+		// finishes what it holds, and no takeover delivers until the
+		// resume.
+		for range 1 + r.IntN(2) {
+			d := dur(ttl/2, max(ttl/2, w.FaultsEnd/2))
+			from := dur(0, max(w.FaultsEnd-d, 0))
+			o := &w.Operator
+			o.Pauses = append(o.Pauses, sim.StreamPause{Stream: r.IntN(max(w.Streams, 1)), From: from, To: min(from+d, w.FaultsEnd)})
+		}
 	}
 }

@@ -26,9 +26,12 @@ type SeedResult struct {
 // Failed reports whether any invariant was violated or the run crashed.
 func (r SeedResult) Failed() bool { return len(r.Violations) > 0 }
 
-// Safety reports whether a violation other than liveness was found.
+// Safety reports whether a violation other than liveness and
+// availability (lease-kept) was found.
 func (r SeedResult) Safety() bool {
-	return slices.ContainsFunc(r.Violations, func(v invariants.Violation) bool { return v.Invariant != invariants.Liveness })
+	return slices.ContainsFunc(r.Violations, func(v invariants.Violation) bool {
+		return v.Invariant != invariants.Liveness && v.Invariant != invariants.LeaseKept
+	})
 }
 
 // RunSwarmSeed draws the world of seed and runs it, turning a panic into

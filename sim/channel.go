@@ -31,7 +31,7 @@ func (s *sim) inWindows(ws []Window) bool {
 // ClientTimeout, whichever comes first.
 func (s *sim) send(n *node, x worker.Send) {
 	c := &s.w.Channel
-	f := &flight{n: n, x: x, event: s.eventIndex(x.ID), key: attemptKey{n, n.inc, x.ID, x.Attempt.Attempt}}
+	f := &flight{n: n, x: x, event: s.eventIndex(x.ID), key: attemptKey{n, n.inc, x.Token, x.ID, x.Attempt.Attempt}}
 	s.sends[f.event]++ // the event's Sent entries (result)
 	attempt := x.Attempt.Attempt
 	if s.http != nil {
@@ -72,11 +72,15 @@ func (s *sim) failed(f *flight, mode trip, why string) {
 	s.answerOutcome(f, o, o.Detail)
 }
 
-// attemptKey names one attempt of one incarnation of a node: the sender
-// takes the first outcome for it, of whichever flight with the key it is.
+// attemptKey names one attempt of one incarnation of a node under one
+// lease: the sender takes the first outcome for it, of whichever flight
+// with the key it is. The lease's token is part of it because a replay
+// starts an event's attempt numbers again, under a newer lease, while
+// the node's incarnation goes on.
 type attemptKey struct {
 	node    *node
 	inc     int
+	token   uint64
 	id      string
 	attempt int
 }
@@ -114,7 +118,7 @@ func (s *sim) arrive(f *flight) {
 	if v == rejectedPoison || v == rejectedStubborn {
 		retryAfter = s.w.Receiver.RetryAfter
 	}
-	s.later(f.n, s.elapsed+f.back, func() { s.answer(f, v.outcome(), retryAfter, "") })
+	s.laterFlight(f, s.elapsed+f.back, func() { s.answer(f, v.outcome(), retryAfter, "") })
 }
 
 // received logs what the receiver did with f: v, and why if it could
@@ -168,7 +172,16 @@ func (s *sim) arriveHTTP(f *flight) {
 			return
 		}
 	}
-	s.later(f.n, s.elapsed+f.back, func() { s.answerOutcome(f, o, o.Detail) })
+	s.laterFlight(f, s.elapsed+f.back, func() { s.answerOutcome(f, o, o.Detail) })
+}
+
+// laterFlight schedules fn, a reply to flight f, for the incarnation of
+// f's node that sent it: a node that restarted since never hears it, as
+// a process's requests die with it. (Scheduled with later, it would go to
+// whatever incarnation runs when the reply is scheduled, which a reply
+// held in the network can outlive.)
+func (s *sim) laterFlight(f *flight, at time.Duration, fn func()) {
+	s.q.push(happening{at: at, do: fn, n: f.n, inc: f.key.inc})
 }
 
 // answer hands f's sender an outcome of its attempt, unless it has one

@@ -125,6 +125,10 @@ func (s *sim) initNodes() {
 	for _, win := range c.StoreOutages {
 		down += win.To - win.From + c.Poll // nothing can be written, then a poll to notice
 	}
+	// A paused stream waits for its resume, then for a poll to claim it.
+	for _, p := range s.w.Operator.Pauses {
+		down += p.To - p.From + c.Poll
+	}
 	r := s.w.Restarts
 	down += time.Duration(len(r.At)+r.Random+r.MaxCrashes) * (c.LeaseTTL + c.Poll)
 	// A store call that fails costs at most a lease nobody uses (a claim
@@ -148,9 +152,14 @@ func (s *sim) initNodes() {
 		// A clock stepped forward by d times an attempt out d early, as
 		// a stale reading d old stamps its start d early.
 		r.Stall = max(stall, ahead)
+		r.ClockMargin = clockMargin(c)
 		r.LivenessBound += r.Slack
 	}
 }
+
+// clockMargin is the workers' ClockMargin: the worker's default, a tenth
+// of the lease, set explicitly so that the checker knows it.
+func clockMargin(c Cluster) time.Duration { return c.LeaseTTL / 10 }
 
 // startNodes boots every node, its first call staggered so that the
 // workers do not move in lockstep, and schedules the crashes.
@@ -172,11 +181,12 @@ func (s *sim) boot(n *node) {
 	w, err := worker.New(worker.Config{
 		Owner:       owner,
 		Store:       &nodeStore{Store: s.store, s: s, n: n, owner: owner},
-		Policy:      func(string) (machine.Config, error) { return s.w.Policy, nil },
+		Policy:      func(stream string) (machine.Config, error) { return s.policy(n, stream) },
 		MaxStreams:  s.maxStreams(),
 		LeaseTTL:    c.LeaseTTL,
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
+		ClockMargin: clockMargin(c),
 		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, &ev) }),
 	})
 	if err != nil {
@@ -415,6 +425,11 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.LeaseLost:
 		s.note(n, opLoses, str(ev.Detail))
 		s.stats.LeasesLost++
+		if ev.Err == nil {
+			// Given up by the worker's own clock, not refused by the
+			// store: the checker holds it to the lease's expiry.
+			s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.LeaseDropped, Worker: n.name, Token: ev.Token, Detail: ev.Detail})
+		}
 		s.dropped(n, ev.Stream, "lost the stream")
 	case worker.LeaseReleased:
 		s.note(n, opReleases)

@@ -133,6 +133,9 @@ type sim struct {
 	// everything else as they did before they existed.
 	rStore, rOperator *rand.Rand
 	storeFaults       int // store call faults injected so far (World.Store.Max)
+	// paused counts, by stream index, the operator's pauses in force
+	// (World.Operator.Pauses): the stream's Policy refuses it meanwhile.
+	paused []int
 	// deleted holds, by event index, the record retention deleted (nil:
 	// none), as the store held it.
 	deleted []*machine.Record
@@ -232,6 +235,7 @@ func (s *sim) initStreams() {
 	s.deleted = make([]*machine.Record, w.Events)
 	s.sends = make([]int, w.Events)
 	s.granted = make([]uint64, n)
+	s.paused = make([]int, n)
 	s.recv = newReceiver(w.Receiver, s.ids, n)
 	poison := len(w.Receiver.Poison) + len(w.Receiver.Stubborn)
 	for i := range s.runs {

@@ -112,12 +112,12 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 	if err != nil {
 		return nl, ns.fenced(err)
 	}
-	i := s.streamIndex(l.Stream)
-	ns.renewed(i, nl)
+	i, lost := s.streamIndex(l.Stream), f == callLostDone
+	ns.renewed(i, nl, lost)
 	if min := s.cfg.RenewTTLMin; min > 0 {
 		again, err := ns.Store.Renew(ctx, nl, between(s.rLease, min, ttl))
 		if err == nil {
-			ns.renewed(i, again)
+			ns.renewed(i, again, lost)
 		}
 	}
 	if f == callLostDone {
@@ -127,8 +127,14 @@ func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration
 }
 
 // renewed logs the renewal of lease l in stream i's log.
-func (ns *nodeStore) renewed(i int, l store.Lease) {
-	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: ns.owner})
+// renewed logs a renewal the store made; lost says its reply never
+// reaches the worker.
+func (ns *nodeStore) renewed(i int, l store.Lease, lost bool) {
+	detail := ns.owner
+	if lost {
+		detail = invariants.ReplyLost
+	}
+	ns.s.observeIn(i, invariants.Entry{Kind: invariants.LeaseRenewed, Worker: ns.n.name, Token: l.Token, Until: l.Expires, Detail: detail})
 }
 
 // Save saves the batch. A save whose reply is lost after it was made

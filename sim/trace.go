@@ -69,8 +69,12 @@ const (
 	opDiscard
 	opOperatorRefused
 	opDeleteSettled
+	opReplay
+	opStreamPause
+	opStreamResume
+	opPolicyRefused
 
-	opLast = opDeleteSettled // the last op: formats has one entry per op
+	opLast = opPolicyRefused // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -127,6 +131,10 @@ var formats = [...]string{
 	opDiscard:           "operator discards %s: %s",
 	opOperatorRefused:   "operator %s %s refused: %s",
 	opDeleteSettled:     "operator deletes settled records older than %v: %d deleted",
+	opReplay:            "operator replays %s with token %d: %s",
+	opStreamPause:       "operator pauses stream %s",
+	opStreamResume:      "operator resumes stream %s",
+	opPolicyRefused:     "policy refuses stream %s: paused",
 }
 
 // argKind says how an arg is encoded and printed.

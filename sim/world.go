@@ -204,7 +204,8 @@ type StoreFaults struct {
 
 // Operator acts on the store at drawn instants before FaultsEnd, as an
 // operator's tool does, through the store's own calls: Discards dead
-// letters it is shown, Deletes settled records older than Retention.
+// letters it is shown, Deletes settled records older than Retention,
+// Replays dead letters.
 type Operator struct {
 	// Discards: at Discards instants drawn in [0, FaultsEnd], the operator
 	// discards an event drawn from the workload (one that is not a dead
@@ -218,6 +219,29 @@ type Operator struct {
 	// be a new event, which the contract forbids).
 	Deletes   int
 	Retention time.Duration
+	// Replays: at Replays instants drawn in [0, FaultsEnd], the operator
+	// replays an event (store.Replay): half the time a dead letter of a
+	// stream drawn, otherwise any event of the workload (one that is not
+	// an undiscarded dead letter is refused by the store, as it must be).
+	// A replay gives the event a fresh budget and revokes its stream's
+	// lease.
+	Replays int
+	// Pauses: the operator pauses stream Stream (from 0) at From and
+	// resumes it at To, as the real operator tool does: the stream's
+	// Policy refuses every takeover meanwhile (courier.ErrPaused), and
+	// the worker that owns it when the pause comes finishes what it
+	// holds. Pauses lie within [0, FaultsEnd]; they may overlap.
+	Pauses []StreamPause
+}
+
+// StreamPause is an operator's pause of one stream; see Operator.Pauses.
+type StreamPause struct {
+	Stream   int
+	From, To time.Duration
+}
+
+func (p StreamPause) String() string {
+	return fmt.Sprintf("%d[%v,%v)", p.Stream, p.From, p.To)
 }
 
 // WorkerFault strikes worker Worker (from 0, or Owner) at At, for For.
@@ -480,10 +504,15 @@ func (w World) validateStore() error {
 	switch {
 	case st.Max < 0:
 		return bad("Store.Max", "is %d; must not be negative", st.Max)
-	case op.Discards < 0 || op.Deletes < 0:
+	case op.Discards < 0 || op.Deletes < 0 || op.Replays < 0:
 		return bad("Operator", "counts must not be negative")
 	case op.Deletes > 0 && op.Retention <= horizon:
 		return bad("Operator.Retention", "is %v; must exceed FaultsEnd+TwiceDelay+AckTimeout (%v), the longest a producer may offer an event again", op.Retention, horizon)
+	}
+	for _, p := range op.Pauses {
+		if p.Stream < 0 || p.Stream >= max(w.Streams, 1) || p.From < 0 || p.To < p.From || p.To > w.FaultsEnd {
+			return bad("Operator.Pauses", "%v must name a stream and lie within [0, FaultsEnd %v]", p, w.FaultsEnd)
+		}
 	}
 	for _, win := range st.RenewFailures {
 		if win.To < win.From || win.To > w.FaultsEnd {
@@ -517,6 +546,12 @@ func (o Operator) describe() string {
 	}
 	if o.Deletes > 0 {
 		s += fmt.Sprintf(" deletes=%d retention=%v", o.Deletes, o.Retention)
+	}
+	if o.Replays > 0 {
+		s += fmt.Sprintf(" replays=%d", o.Replays)
+	}
+	if len(o.Pauses) > 0 {
+		s += fmt.Sprintf(" stream-pauses=%v", o.Pauses)
 	}
 	return s
 }

@@ -100,3 +100,50 @@ func plantedActsOn(err error) bool {
 func plantedKeepsMachine(err error) bool {
 	return plant.On(plant.RefusedSaveKeepsMachine) && errors.Is(err, store.ErrUnavailable)
 }
+
+// policy asks Policy for stream's delivery policy, at each takeover.
+// Under PolicyCached the first answer is kept for good, so a pause set
+// later is never seen; under PauseSticky a refusal is kept for two minutes,
+// so a resume is seen late.
+func (w *Worker) policy(stream string) (machine.Config, error) {
+	if plant.On(plant.PauseSticky) {
+		return w.stickyPolicy(stream)
+	}
+	if !plant.On(plant.PolicyCached) {
+		return w.cfg.Policy(stream)
+	}
+	if cfg, ok := w.policies[stream]; ok {
+		return cfg, nil
+	}
+	cfg, err := w.cfg.Policy(stream)
+	if err == nil {
+		if w.policies == nil {
+			w.policies = map[string]machine.Config{}
+		}
+		w.policies[stream] = cfg
+	}
+	return cfg, err
+}
+
+// renewGivesUp reports whether the worker gives its lease up after a
+// renewal refused with err: under RenewGivesUpAtOnce, after one the
+// store refused as unavailable.
+func renewGivesUp(err error) bool {
+	return plant.On(plant.RenewGivesUpAtOnce) && errors.Is(err, store.ErrUnavailable)
+}
+
+// stickyPolicy is Policy under PauseSticky: a stream refused is refused
+// again, without asking, for two minutes by the worker's clock.
+func (w *Worker) stickyPolicy(stream string) (machine.Config, error) {
+	if until, ok := w.refused[stream]; ok && w.now.Before(until) {
+		return machine.Config{}, errors.New("policy refused within the last two minutes (cached)")
+	}
+	cfg, err := w.cfg.Policy(stream)
+	if err != nil {
+		if w.refused == nil {
+			w.refused = map[string]time.Time{}
+		}
+		w.refused[stream] = w.now.Add(2 * time.Minute)
+	}
+	return cfg, err
+}

@@ -123,6 +123,9 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 	case errors.Is(err, store.ErrStaleLease):
 		w.lose(st, "renewal refused: "+err.Error(), err)
 		return false
+	case err != nil && renewGivesUp(err):
+		w.lose(st, "renewal refused once: giving the stream up", nil)
+		return false
 	case err != nil:
 		// The lease may still be valid: go on, and try again soon. Sends
 		// stop at expiresAt whatever happens.

@@ -143,6 +143,10 @@ type Worker struct {
 	origin   time.Time // the first clock reading: the poll grid's origin
 	draining bool
 	out      Effects // what the current call hands out
+	// policies keeps Policy's answers under the planted bugs PolicyCached
+	// and PauseSticky (planted.go); nil otherwise.
+	policies map[string]machine.Config
+	refused  map[string]time.Time
 }
 
 // New checks cfg (filling in the defaults it documents) and returns a
@@ -428,7 +432,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	}
 	st := &stream{lease: l}
 	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
-	cfg, err := w.cfg.Policy(l.Stream)
+	cfg, err := w.policy(l.Stream)
 	if err == nil {
 		err = cfg.Validate()
 	}

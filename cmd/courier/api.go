@@ -32,6 +32,7 @@ type api struct {
 	st      store.Store
 	plat    *platform.Service
 	pauses  *pauses
+	replays *replays // bulk replay jobs (replay.go)
 	log     *slog.Logger
 	tokens  [][sha256.Size]byte // hashed, so the comparison's time does not depend on a token's length
 	metrics http.Handler

@@ -70,10 +70,14 @@
 //	POST /v1/apps/{app}/endpoints  GET .../endpoints  GET|PATCH|DELETE .../endpoints/{endpoint}  GET .../secrets
 //	POST /v1/event-types  GET /v1/event-types
 //	POST /v1/apps/{app}/messages  {"event_type": "...", "payload": <JSON>, "idempotency_key": "..."}  fan-out
+//	GET  /v1/apps/{app}/messages?event_type=&endpoint_id=&before=&after=&cursor=  newest first, filtered
 //	GET  /v1/apps/{app}/messages/{message}                              each delivery's state
 //	GET  /v1/apps/{app}/messages/{message}/attempts                     its HTTP attempts, newest first
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/attempts                   the endpoint's, newest first
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/health                     last success, failing streak, disabling
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/deliveries?state=dead       its deliveries in a state (dead, retry, ...)
+//	POST /v1/apps/{app}/endpoints/{endpoint}/replay  {"since": "..."}   bulk replay of its dead letters: a job, 202
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/replay/{job}               the job's progress
 //
 // A message becomes one event per enabled endpoint whose filter matches,
 // on the endpoint's stream (its ID), with the ID message.endpoint (the

@@ -53,10 +53,14 @@ func (a *api) platformRoutes() []route {
 		{"POST", "/v1/event-types", true, a.createEventType},
 		{"GET", "/v1/event-types", true, a.listEventTypes},
 		{"POST", "/v1/apps/{app}/messages", true, a.createMessage},
+		{"GET", "/v1/apps/{app}/messages", true, a.listMessages},
 		{"GET", "/v1/apps/{app}/messages/{message}", true, a.getMessage},
 		{"GET", "/v1/apps/{app}/messages/{message}/attempts", true, a.listMessageAttempts},
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/attempts", true, a.listEndpointAttempts},
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/health", true, a.endpointHealth},
+		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/deliveries", true, a.listDeliveries},
+		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay", true, a.startReplay},
+		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/replay/{job}", true, a.getReplay},
 	}
 }
 

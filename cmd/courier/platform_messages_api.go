@@ -42,29 +42,39 @@ type deliveryView struct {
 	Delivery *eventView `json:"delivery,omitempty"`
 }
 
-// viewMessage reads each enqueued delivery's record from the delivery
-// store.
-func (a *api) viewMessage(r *http.Request, m platform.Message) (messageView, error) {
+// messageOf is m with its fan-out, without the delivery store's
+// records.
+func messageOf(m platform.Message) messageView {
 	v := messageView{ID: m.ID, AppID: m.AppID, EventType: m.EventType, IdempotencyKey: m.IdempotencyKey,
 		CreatedAt: m.CreatedAt, FanoutComplete: m.Complete(), Deliveries: []deliveryView{}}
 	if json.Valid(m.Payload) {
 		v.Payload = m.Payload
 	}
 	for _, f := range m.Fanout {
-		d := deliveryView{EndpointID: f.EndpointID, ID: f.DeliveryID, Stream: f.Stream, Fanout: f.State.String(), Detail: f.Detail}
-		if f.State == platform.Enqueued {
-			rec, err := a.st.Get(r.Context(), f.DeliveryID)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				d.Detail = "settled and deleted by retention"
-			case err != nil:
-				return messageView{}, err
-			default:
-				ev := view(rec, false)
-				d.Delivery = &ev
-			}
+		v.Deliveries = append(v.Deliveries, deliveryView{EndpointID: f.EndpointID, ID: f.DeliveryID, Stream: f.Stream,
+			Fanout: f.State.String(), Detail: f.Detail})
+	}
+	return v
+}
+
+// viewMessage reads each enqueued delivery's record from the delivery
+// store.
+func (a *api) viewMessage(r *http.Request, m platform.Message) (messageView, error) {
+	v := messageOf(m)
+	for i, f := range m.Fanout {
+		if f.State != platform.Enqueued {
+			continue
 		}
-		v.Deliveries = append(v.Deliveries, d)
+		rec, err := a.st.Get(r.Context(), f.DeliveryID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			v.Deliveries[i].Detail = "settled and deleted by retention"
+		case err != nil:
+			return messageView{}, err
+		default:
+			ev := view(rec, false)
+			v.Deliveries[i].Delivery = &ev
+		}
 	}
 	return v, nil
 }

@@ -269,7 +269,9 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		return fmt.Errorf("listen: %w", err)
 	}
 	var stopping atomic.Bool
-	a := &api{cfg: c, svc: svc, st: st, plat: plat, pauses: be.pauses, log: log,
+	rp := newReplays(st, log)
+	defer rp.stop() // the jobs end before the store closes
+	a := &api{cfg: c, svc: svc, st: st, plat: plat, pauses: be.pauses, replays: rp, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}
 	handler, err := instrumentAPI(a.handler(), mp, tp)
 	if err != nil {
@@ -314,6 +316,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("http shutdown", slog.Any("err", err))
 	}
+	rp.stop()
 	stopRun()
 	err = <-ran
 	<-redriven

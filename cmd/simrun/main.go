@@ -79,7 +79,7 @@ const usage = `usage:
   simrun bench [-scenario NAME] [-seeds N] [-sweep N] [-parallel P]
                                                 events/s, time compression and sweep seeds/s on this machine
 
-exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness violated,
+exit codes: 0 held, 1 safety violated, 2 usage, 3 liveness (or lease-kept) violated,
 4 scenario expectation failed, 5 crash, 6 replay did not reproduce,
 7 an output file (-html, -failures) could not be written; the worst wins
 `
@@ -236,7 +236,7 @@ func verdict(vs []invariants.Violation, fails []string) int {
 		switch v.Invariant {
 		case scenarios.Crash:
 			return exitCrash
-		case invariants.Liveness:
+		case invariants.Liveness, invariants.LeaseKept: // availability, not safety
 			liveness = true
 		default:
 			safety = true

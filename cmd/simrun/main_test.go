@@ -115,6 +115,7 @@ func TestVerdictExitCodes(t *testing.T) {
 		{"expectation only", nil, []string{"x"}, exitExpectation, "invariants held, the scenario's own claim did not"},
 		{"liveness only", []invariants.Violation{liveness}, []string{"x"}, exitLiveness, "liveness outranks expectations"},
 		{"safety and liveness", []invariants.Violation{liveness, lost}, nil, exitSafety, "any safety violation outranks liveness"},
+		{"lease kept only", []invariants.Violation{{Invariant: invariants.LeaseKept, Step: 3}}, nil, exitLiveness, "a lease given up too early costs availability, not safety"},
 	}
 	for _, tt := range tests {
 		if got := verdict(tt.vs, tt.fails); got != tt.want {

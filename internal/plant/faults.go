@@ -26,6 +26,22 @@ const (
 	// RenewRevivesExpired: Renew extends an expired lease that no newer
 	// lease has replaced (memstore).
 	RenewRevivesExpired Bug = "renew-revives-expired"
+	// ReplayAnyRecord: Replay re-drives any record, not only an
+	// undiscarded dead letter: a pending, delivered or discarded one gets
+	// a fresh budget (memstore).
+	ReplayAnyRecord Bug = "replay-any-record"
+	// PolicyCached: the worker asks Policy once per stream and keeps the
+	// answer for every later takeover, so a pause set after its first
+	// takeover never stops it (worker).
+	PolicyCached Bug = "policy-cached"
+	// RenewGivesUpAtOnce: the worker gives its lease up after one refused
+	// renewal (store.ErrUnavailable), though the lease has most of its
+	// time left and a prompt retry would keep it (worker).
+	RenewGivesUpAtOnce Bug = "renew-gives-up-at-once"
+	// PauseSticky: the worker keeps its Policy's refusal of a stream for
+	// two minutes, so a resume takes up to two minutes to be seen, past the
+	// pause and the bound the checker allows it (worker).
+	PauseSticky Bug = "pause-sticky"
 )
 
 func init() {
@@ -36,6 +52,10 @@ func init() {
 		RetentionDeletesUnsettled: "dead-kept",
 		DiscardAnyRecord:          "nothing-lost",
 		RenewRevivesExpired:       "leases",
+		ReplayAnyRecord:           "monotonic",
+		PolicyCached:              "pause",
+		RenewGivesUpAtOnce:        "lease-kept",
+		PauseSticky:               "liveness",
 	} {
 		Expected[bug] = rule
 	}

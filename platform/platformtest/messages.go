@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/courierlab/courier/platform"
 )
@@ -272,4 +273,71 @@ func malformedIDsNotFound(e *env) {
 		e.wantErr("ListEndpoints", err, platform.ErrNotFound)
 		e.wantErr("SetFanout", e.s.SetFanout(e.ctx, id, id, platform.Enqueued, ""), platform.ErrNotFound)
 	}
+}
+
+// listMessages: an application's messages are listed newest first, a
+// page at a time, whole and with their fan-out as it stands, filtered by
+// event type, by endpoint (a delivery to it) and by creation time (both bounds exclusive, to the
+// nanosecond of the bound); another application's are never listed, and
+// a bad filter names its field.
+func listMessages(e *env) {
+	a, other := e.app("a"), e.app("other")
+	e.eventType("u")
+	ep, onlyU := e.create(e.endpoint(a.ID)), e.create(e.endpoint(a.ID, "u"))
+	theirs := e.create(e.endpoint(other.ID))
+	e.message(other.ID, "t", "", []byte("{}"))
+	var m [4]platform.Message
+	for i, typ := range []string{"t", "u", "t", "t"} {
+		e.tick(time.Second)
+		m[i], _ = e.message(a.ID, typ, "", []byte(`{"n":1}`))
+	}
+	if err := e.s.SetFanout(e.ctx, m[3].ID, ep.ID, platform.Enqueued, ""); err != nil {
+		e.t.Fatal(err)
+	}
+	m[3].Fanout[0].State = platform.Enqueued
+	list := func(f platform.MessageFilter, after string, limit int) []platform.Message {
+		e.t.Helper()
+		got, err := e.s.ListMessages(e.ctx, a.ID, f, after, limit)
+		if err != nil {
+			e.t.Fatalf("ListMessages(%+v, %q, %d): %v", f, after, limit, err)
+		}
+		return got
+	}
+	all := platform.MessageFilter{}
+	diff(e.t, "ListMessages, first page", []platform.Message{m[3], m[2]}, list(all, "", 2))
+	diff(e.t, "ListMessages, second page", []platform.Message{m[1], m[0]}, list(all, m[2].ID, 2))
+	diff(e.t, "ListMessages, past the last", []platform.Message{}, list(all, m[0].ID, 2))
+	ns := time.Nanosecond
+	for _, c := range []struct {
+		name string
+		f    platform.MessageFilter
+		want []string
+	}{
+		{"by type", platform.MessageFilter{EventType: "t"}, []string{m[3].ID, m[2].ID, m[0].ID}},
+		{"by a type none has", platform.MessageFilter{EventType: "v"}, []string{}},
+		{"after m0", platform.MessageFilter{CreatedAfter: m[0].CreatedAt}, []string{m[3].ID, m[2].ID, m[1].ID}},
+		{"before m3", platform.MessageFilter{CreatedBefore: m[3].CreatedAt}, []string{m[2].ID, m[1].ID, m[0].ID}},
+		{"between", platform.MessageFilter{CreatedAfter: m[0].CreatedAt, CreatedBefore: m[3].CreatedAt}, []string{m[2].ID, m[1].ID}},
+		{"between, of type t", platform.MessageFilter{EventType: "t", CreatedAfter: m[0].CreatedAt, CreatedBefore: m[3].CreatedAt},
+			[]string{m[2].ID}},
+		{"to an endpoint", platform.MessageFilter{EndpointID: onlyU.ID}, []string{m[1].ID}},
+		{"to an endpoint, of type t", platform.MessageFilter{EndpointID: onlyU.ID, EventType: "t"}, []string{}},
+		{"to another application's endpoint", platform.MessageFilter{EndpointID: theirs.ID}, []string{}},
+		{"before, a nanosecond past m1", platform.MessageFilter{CreatedBefore: m[1].CreatedAt.Add(ns)}, []string{m[1].ID, m[0].ID}},
+		{"after, a nanosecond before m2", platform.MessageFilter{CreatedAfter: m[2].CreatedAt.Add(-ns)}, []string{m[3].ID, m[2].ID}},
+	} {
+		diff(e.t, "ListMessages "+c.name, c.want, ids(list(c.f, "", 10), msgID))
+	}
+	_, err := e.s.ListMessages(e.ctx, e.id(platform.AppKind), all, "", 1)
+	e.wantErr("ListMessages of an unknown application", err, platform.ErrNotFound)
+	_, err = e.s.ListMessages(e.ctx, "app_x", all, "", 1)
+	e.wantErr("ListMessages of no application ID", err, platform.ErrNotFound)
+	_, err = e.s.ListMessages(e.ctx, a.ID, platform.MessageFilter{EventType: "a b"}, "", 1)
+	e.wantField("ListMessages by a bad type", err, "event_type")
+	_, err = e.s.ListMessages(e.ctx, a.ID, platform.MessageFilter{EndpointID: a.ID}, "", 1)
+	e.wantField("ListMessages to an application's ID", err, "endpoint_id")
+	_, err = e.s.ListMessages(e.ctx, a.ID, all, a.ID, 1)
+	e.wantField("ListMessages after an application's ID", err, "after")
+	_, err = e.s.ListMessages(e.ctx, a.ID, all, "", platform.MaxLimit+1)
+	e.wantField("ListMessages, too long a page", err, "limit")
 }

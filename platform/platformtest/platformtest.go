@@ -46,6 +46,7 @@ var checks = []struct {
 	{"message-bad-arguments", messageBadArguments},
 	{"set-fanout", setFanout},
 	{"unfinished", unfinished},
+	{"list-messages", listMessages},
 	{"delete-app-cascades", deleteAppCascades},
 	{"cancelled-context", cancelledContext},
 	{"malformed-ids-not-found", malformedIDsNotFound},

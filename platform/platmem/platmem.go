@@ -354,6 +354,31 @@ func (s *Store) GetMessage(ctx context.Context, app, id string) (platform.Messag
 	return copyMessage(m), nil
 }
 
+func (s *Store) ListMessages(ctx context.Context, app string, f platform.MessageFilter, after string, limit int) ([]platform.Message, error) {
+	if err := platform.CheckMessageFilter(f, after, limit); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.apps[app]; !ok {
+		return nil, notFound("application", app)
+	}
+	var list []platform.Message
+	for id, m := range s.messages {
+		if m.AppID == app && (after == "" || id < after) && f.Pass(m) {
+			list = append(list, m)
+		}
+	}
+	slices.SortFunc(list, func(a, b platform.Message) int { return strings.Compare(b.ID, a.ID) })
+	out := []platform.Message{}
+	for _, m := range list[:min(limit, len(list))] {
+		out = append(out, copyMessage(m))
+	}
+	return out, nil
+}
+
 func (s *Store) SetFanout(ctx context.Context, msg, endpoint string, state platform.FanoutState, detail string) error {
 	detail, err := platform.CheckFanoutMove(state, detail)
 	if err != nil {

@@ -479,11 +479,17 @@ func (s *Store) operate(ctx context.Context, op, id, by string, act func(*store.
 	if !ok {
 		return store.Record{}, fmt.Errorf("%w: %s %q", store.ErrNotFound, op, id)
 	}
-	if err := store.CheckDeadLetter(op, *r); err != nil && !(op == "discard" && plant.On(plant.DiscardAnyRecord)) {
+	if err := store.CheckDeadLetter(op, *r); err != nil && !plantedAnyRecord(op) {
 		return store.Record{}, err
 	}
 	act(r, s.streams[r.Stream], now)
 	return clone(r), nil
+}
+
+// plantedAnyRecord reports whether a planted bug lets the operator action
+// op through on a record that is not an undiscarded dead letter.
+func plantedAnyRecord(op string) bool {
+	return op == "discard" && plant.On(plant.DiscardAnyRecord) || op == "replay" && plant.On(plant.ReplayAnyRecord)
 }
 
 // DeleteSettled implements store.Store.

@@ -145,7 +145,7 @@ func verdict(vs []invariants.Violation, fails []string) (int, string) {
 		switch v.Invariant {
 		case scenarios.Crash:
 			return 5, "crashed"
-		case invariants.Liveness:
+		case invariants.Liveness, invariants.LeaseKept: // availability, not safety
 			liveness = true
 		default:
 			safety = true

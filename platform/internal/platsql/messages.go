@@ -2,7 +2,9 @@ package platsql
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"time"
 
 	"github.com/courierlab/courier/platform"
 )
@@ -187,4 +189,88 @@ func (c *Core) Unfinished(ctx context.Context, after string, limit int) ([]platf
 		return nil
 	})
 	return out, err
+}
+
+func (c *Core) ListMessages(ctx context.Context, app string, f platform.MessageFilter, after string, limit int) ([]platform.Message, error) {
+	if err := platform.CheckMessageFilter(f, after, limit); err != nil {
+		return nil, err
+	}
+	if !platform.IsID(platform.AppKind, app) {
+		return nil, notFound("application", app)
+	}
+	out := []platform.Message{}
+	err := c.read(ctx, "ListMessages", func(tx Tx) error {
+		if ok, err := c.appExists(ctx, tx, app, ""); err != nil || !ok {
+			if err == nil {
+				err = notFound("application", app)
+			}
+			return err
+		}
+		ids, err := c.messageIDs(ctx, tx, app, f, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			m, ok, err := c.loadMessage(ctx, tx, app, id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = append(out, m)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// messageIDs lists the IDs of up to limit messages of app that pass f,
+// newest first, after after in that order.
+func (c *Core) messageIDs(ctx context.Context, tx Tx, app string, f platform.MessageFilter, after string, limit int) ([]string, error) {
+	q := `SELECT id FROM platform_messages WHERE app_id = $1`
+	args := []any{app}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		q += fmt.Sprintf(" AND "+cond, len(args))
+	}
+	if after != "" {
+		add("id < $%d", after)
+	}
+	if f.EventType != "" {
+		add("event_type = $%d", f.EventType)
+	}
+	if f.EndpointID != "" {
+		add("EXISTS (SELECT 1 FROM platform_fanout f WHERE f.message_id = platform_messages.id AND f.endpoint_id = $%d)", f.EndpointID)
+	}
+	if !f.CreatedBefore.IsZero() {
+		add("created_at < $%d", beforeMicro(f.CreatedBefore))
+	}
+	if !f.CreatedAfter.IsZero() {
+		add("created_at > $%d", f.CreatedAfter.Truncate(time.Microsecond).UnixMicro())
+	}
+	args = append(args, limit)
+	rows, err := tx.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// beforeMicro is the bound, in microseconds, of a CreatedAt (kept to the
+// microsecond) before t: t itself, rounded up when t is finer.
+func beforeMicro(t time.Time) int64 {
+	us := t.UnixMicro()
+	if t.Truncate(time.Microsecond).Before(t) {
+		us++
+	}
+	return us
 }

@@ -1,0 +1,68 @@
+package invariants
+
+import "time"
+
+// pauseState follows an operator's pauses of one stream (Paused,
+// Resumed) and the leases granted during them, for the pause rule.
+type pauseState struct {
+	on   bool      // paused now
+	at   time.Time // when the current pause began
+	step int       // its step
+	// grants are the leases granted during the current pause, and held
+	// those of pauses that ended: no send may go out under any of them.
+	grants []pausedGrant
+	held   []pausedGrant
+}
+
+// pausedGrant is a lease granted while the stream was paused.
+type pausedGrant struct {
+	token uint64
+	at    time.Time
+	pause int // the step of the pause
+}
+
+func (s *pauseState) reset() {
+	*s = pauseState{grants: s.grants[:0], held: s.held[:0]}
+}
+
+// changed notes a pause or a resume. A grant up to stall before the
+// resume may have read the pause on a stale clock after it ended, and
+// rightly kept the stream: it is forgotten.
+func (s *pauseState) changed(e *Entry, stall time.Duration) {
+	switch e.Kind {
+	case Paused:
+		if !s.on {
+			s.on, s.at, s.step = true, e.At, e.Step
+		}
+	case Resumed:
+		for _, g := range s.grants {
+			if g.at.Add(stall).Before(e.At) {
+				s.held = append(s.held, g)
+			}
+		}
+		s.on, s.grants = false, s.grants[:0]
+	}
+}
+
+// granted notes a lease granted while the stream is paused.
+func (s *pauseState) granted(e *Entry) {
+	if s.on {
+		s.grants = append(s.grants, pausedGrant{token: e.Token, at: e.At, pause: s.step})
+	}
+}
+
+// heldBy reports whether token was granted during a pause, and that
+// pause's step: a takeover the pause must have stopped.
+func (s *pauseState) heldBy(token uint64) (int, bool) {
+	if token == 0 {
+		return 0, false
+	}
+	for _, list := range [][]pausedGrant{s.grants, s.held} {
+		for _, g := range list {
+			if g.token == token {
+				return g.pause, true
+			}
+		}
+	}
+	return 0, false
+}
