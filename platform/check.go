@@ -197,8 +197,14 @@ func CheckEndpoint(e Endpoint) error {
 	if e.Ordering != Strict && e.Ordering != Independent {
 		return fieldErr("ordering", "is %q; must be %q or %q", clip(string(e.Ordering)), Strict, Independent)
 	}
+	if e.RateLimit < 0 || e.RateLimit > MaxRateLimit {
+		return fieldErr("rate_limit", "is %d; must be within 0..%d attempts per second (0 sets no limit)", e.RateLimit, MaxRateLimit)
+	}
 	return nil
 }
+
+// MaxRateLimit bounds Endpoint.RateLimit, in attempts per second.
+const MaxRateLimit = 10_000
 
 // CheckSecrets checks an endpoint's signing secrets: 1 to
 // webhook.MaxSigners "whsec_" secrets. The error never repeats a secret.

@@ -41,8 +41,16 @@ type Endpoint struct {
 	Secrets []string
 	// Enabled: a disabled endpoint is left out of every fan-out, and its
 	// stream is paused (deliveries queued before wait).
-	Enabled   bool
-	Ordering  Ordering
+	Enabled  bool
+	Ordering Ordering
+	// RateLimit is the most attempts per second the endpoint's stream
+	// starts, 1 to MaxRateLimit (a burst of RateLimit may go at once:
+	// machine.Config.RateLimit per RatePer of one second); 0 sets no
+	// limit. Attempts in flight are bounded by the ordering (one in
+	// strict order, eight in independent). A change takes effect when the
+	// stream's machine is next built (disable and enable the endpoint, or
+	// restart).
+	RateLimit int
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
