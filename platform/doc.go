@@ -47,6 +47,14 @@
 // events of the delivery store, and courier serve replays them there
 // (POST /v1/apps/{app}/endpoints/{endpoint}/replay).
 //
+// # Rate limit
+//
+// Endpoint.RateLimit is the most attempts per second the endpoint's
+// stream starts (0: no limit). The platform only keeps it: the runtime
+// gives the endpoint's stream a machine.Config with RateLimit per RatePer
+// of one second, and the machine holds back the starts beyond it (see
+// "Rate limit" in package machine).
+//
 // # Attempt log and endpoint health
 //
 // Every HTTP attempt to an endpoint can be kept (Attempt: status,

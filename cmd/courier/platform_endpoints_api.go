@@ -20,6 +20,7 @@ type endpointView struct {
 	EventTypes  []string  `json:"event_types"`
 	Enabled     bool      `json:"enabled"`
 	Ordering    string    `json:"ordering"`
+	RateLimit   int       `json:"rate_limit"`
 	Stream      string    `json:"stream"`
 	Secrets     []string  `json:"secrets,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -28,12 +29,13 @@ type endpointView struct {
 
 func viewEndpoint(e platform.Endpoint) endpointView {
 	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Enabled: e.Enabled, Ordering: string(e.Ordering), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
 // field keeps its value; in a create it takes its default (no
-// description, every event type, one new secret, enabled, strict).
+// description, every event type, one new secret, enabled, strict, no
+// rate limit).
 type endpointIn struct {
 	URL         *string   `json:"url"`
 	Description *string   `json:"description"`
@@ -41,6 +43,7 @@ type endpointIn struct {
 	Secrets     *[]string `json:"secrets"`
 	Enabled     *bool     `json:"enabled"`
 	Ordering    *string   `json:"ordering"`
+	RateLimit   *int      `json:"rate_limit"`
 }
 
 // apply sets the fields in gives on e.
@@ -63,6 +66,9 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 	}
 	if in.Ordering != nil {
 		e.Ordering = platform.Ordering(*in.Ordering)
+	}
+	if in.RateLimit != nil {
+		e.RateLimit = *in.RateLimit
 	}
 }
 
