@@ -340,7 +340,6 @@ func (k *Checker) judge(e *Entry) {
 		k.persisted(e, at)
 	case Sent:
 		p.sent(e, at)
-		p.rate.sent(e, c.newest, c.fail)
 		c.sent(e, at)
 	case Replied:
 		p.replied(e, at)

@@ -93,8 +93,9 @@
 //   - producers: a re-offer of an acknowledged ID is acknowledged again
 //     with its sequence, even with the queue full, and changes nothing.
 //   - rate-limit: with Policy.RateLimit set, no RatePer holds more than
-//     RateLimit attempt starts (Sent entries) of the stream, by any owner
-//     but a fenced-off one; probes do not count. Slack: 2*Run.Skew.
+//     RateLimit attempt starts of the stream, by any owner, an attempt
+//     starting when it is persisted (a pause before its send may delay
+//     it further); probes do not count. Slack: 2*Run.Skew.
 //
 // The only slack is Run.Skew, the largest clock offset of a worker: a
 // worker judges time by its own clock, the log by the run's.

@@ -302,6 +302,7 @@ func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machi
 	}
 	x := w.at(at.ev)
 	x.flying, x.attempt, x.replied = true, r.Attempts, false
+	p.rate.started(e, p.fail)
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.

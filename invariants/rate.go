@@ -4,12 +4,15 @@ import "time"
 
 // RateLimit: with a rate limit (Policy.RateLimit starts per RatePer), no
 // interval of RatePer holds more than RateLimit attempt starts of the
-// stream, by every owner: the Sent entry of start k+RateLimit lies at
-// least RatePer after that of start k. Probes do not count (machine/doc.go,
-// "Rate limit"). A fenced-off owner's late send is judged by
-// bounded-sends, not here. Slack: 2*Run.Skew, since each owner stamps its
-// starts by its own clock, up to Skew off the log's either way (Stall
-// included).
+// stream, by every owner: start k+RateLimit lies at least RatePer after
+// start k. An attempt starts when an owner persists its record with the
+// attempt counted (the Persisted entry before its Sent): that is when the
+// machine decided it, by its clock, whereas a worker may stall between
+// the persist and the send (a pause), and its delayed sends then bunch up
+// with the next ones at the receiver, which no limit in the machine can
+// prevent. Probes do not count (machine/doc.go, "Rate limit"). Slack:
+// 2*Run.Skew, since each owner decides by its own clock, up to Skew off
+// the log's either way (Stall included).
 const RateLimit = "rate-limit"
 
 // rateRule judges RateLimit as the log goes by: it keeps the instants of
@@ -37,16 +40,16 @@ func (r *rateRule) reset(run Run) {
 	}
 }
 
-// sent judges a start; newest is the newest fencing token granted.
-func (r *rateRule) sent(e *Entry, newest uint64, fail func(inv, id string, step int, format string, args ...any)) {
-	if r.limit == 0 || e.Token < newest {
+// started judges the start of attempt e.Record.Attempts, persisted by e.
+func (r *rateRule) started(e *Entry, fail func(inv, id string, step int, format string, args ...any)) {
+	if r.limit == 0 {
 		return
 	}
 	if r.n == r.limit {
 		oldest := r.starts[r.next]
 		if e.At.Add(r.slack).Before(oldest.Add(r.per)) {
-			fail(RateLimit, e.ID, e.Step, "attempt %d started %v after the start %d starts before it, within RatePer %v: %d starts in one window (RateLimit %d)",
-				e.Attempt, e.At.Sub(oldest), r.limit, r.per, r.limit+1, r.limit)
+			fail(RateLimit, e.Record.ID, e.Step, "attempt %d started %v after the start %d starts before it, within RatePer %v: %d starts in one window (RateLimit %d)",
+				e.Record.Attempts, e.At.Sub(oldest), r.limit, r.per, r.limit+1, r.limit)
 		}
 	} else {
 		r.n++

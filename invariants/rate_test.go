@@ -1,8 +1,9 @@
-// The rate-limit rule reports a start that makes RateLimit+1 in one
-// RatePer, by whichever owner, beyond the clock slack (2*Skew), and
-// nothing for logs that keep the limit: starts exactly RatePer apart, a
-// sliding window, starts within the slack, probes (which do not count),
-// no limit at all, and a retry the limit held past its NextAt.
+// The rate-limit rule reports a start (an attempt persisted) that makes
+// RateLimit+1 in one RatePer, by whichever owner, beyond the clock slack
+// (2*Skew), and nothing for logs that keep the limit: starts exactly
+// RatePer apart, a sliding window, starts within the slack, sends a pause
+// delayed after their persist, probes (which do not count), no limit at
+// all, and a retry the limit held past its NextAt.
 package invariants_test
 
 import (
@@ -17,15 +18,15 @@ import (
 // threePerSecond is timedPolicy with a rate limit of 3 starts per second.
 func threePerSecond(p *machine.Config) { p.RateLimit, p.RatePer = 3, time.Second }
 
-// sendSteps accepts n events at 0 and starts each at its instant;
-// it returns the step of each Sent.
+// sendSteps accepts an event per instant at 0 and starts each at its
+// instant; it returns the step of each start's persist.
 func (b *tlog) sendSteps(at ...time.Duration) []int {
 	for i := range at {
 		b.at(0).accept(fmt.Sprintf("e%d", i+1))
 	}
 	var steps []int
 	for i, d := range at {
-		steps = append(steps, b.at(d).start(fmt.Sprintf("e%d", i+1))+1)
+		steps = append(steps, b.at(d).start(fmt.Sprintf("e%d", i+1)))
 	}
 	return steps
 }
@@ -62,7 +63,7 @@ func TestRateLimit(t *testing.T) {
 				}
 				b.at(ms(200)).restart()
 				b.circuit(machine.Closed)
-				return []found{{invariants.RateLimit, "e4", b.at(ms(600)).start("e4") + 1}}
+				return []found{{invariants.RateLimit, "e4", b.at(ms(600)).start("e4")}}
 			},
 		},
 		{
@@ -100,6 +101,24 @@ func TestRateLimit(t *testing.T) {
 			build: func(b *tlog) []found {
 				b.run.Skew = ms(100)
 				b.sendSteps(0, 0, 0, ms(850))
+				return nil
+			},
+		},
+		{
+			name:   "sends a pause delayed",
+			reason: "three attempts persisted at 0 and sent at 0.9s after a pause, a fourth started at 1s: the starts keep the limit",
+			policy: threePerSecond,
+			build: func(b *tlog) []found {
+				for _, id := range []string{"e1", "e2", "e3", "e4"} {
+					b.accept(id)
+				}
+				for _, id := range []string{"e1", "e2", "e3"} {
+					b.put(id, func(r *machine.Record) { r.Attempts, r.NextAt = 1, epoch.Add(b.run.Policy.AttemptTimeout) })
+				}
+				for _, id := range []string{"e1", "e2", "e3"} {
+					b.at(ms(900)).add(invariants.Entry{Kind: invariants.Sent, ID: id, Seq: b.recs[id].Seq, Attempt: 1})
+				}
+				b.at(time.Second).start("e4")
 				return nil
 			},
 		},
