@@ -46,13 +46,16 @@ type Endpoint struct {
 	// RateLimit is the most attempts per second the endpoint's stream
 	// starts, 1 to MaxRateLimit (a burst of RateLimit may go at once:
 	// machine.Config.RateLimit per RatePer of one second); 0 sets no
-	// limit. Attempts in flight are bounded by the ordering (one in
-	// strict order, eight in independent). A change takes effect when the
-	// stream's machine is next built (disable and enable the endpoint, or
-	// restart).
-	RateLimit int
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// limit. MaxInFlight is the most attempts in flight at once
+	// (machine.Config.Window): 1 in strict order, 1 to MaxMaxInFlight in
+	// independent order; 0 is the default, 1 in strict order and
+	// DefaultMaxInFlight in independent. A change of either takes effect
+	// when the stream's machine is next built (disable and enable the
+	// endpoint, or restart).
+	RateLimit   int
+	MaxInFlight int
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Wants reports whether the endpoint receives a message of eventType

@@ -39,14 +39,14 @@ type builtChannel struct {
 }
 
 // endpointPolicy is the delivery policy of an endpoint's stream:
-// machine.DefaultConfig with the endpoint's ordering and rate limit
-// (RateLimit attempt starts per second). Its payload bound is the
-// platform's (platform.Config.MaxPayloadBytes).
+// machine.DefaultConfig with the endpoint's ordering, attempts in flight
+// (Window) and rate limit (RateLimit attempt starts per second). Its
+// payload bound is the platform's (platform.Config.MaxPayloadBytes).
 func endpointPolicy(ep platform.Endpoint) machine.Config {
 	p := machine.DefaultConfig()
 	p.Seed = randomSeed()
 	if ep.Ordering == platform.Independent {
-		p.Ordering, p.Window = machine.Independent, 8
+		p.Ordering, p.Window = machine.Independent, inFlight(ep)
 	}
 	if ep.RateLimit > 0 {
 		p.RateLimit, p.RatePer = ep.RateLimit, time.Second

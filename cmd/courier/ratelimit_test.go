@@ -82,3 +82,61 @@ func TestPlatformRateLimit(t *testing.T) {
 		t.Errorf("%d arrivals took %v; a limit of %d/s needs at least %v", len(at), span, limit, least)
 	}
 }
+
+// TestPlatformMaxInFlight: max_in_flight bounds the attempts an
+// independent endpoint has in flight at once (a receiver that takes 200ms
+// sees at most that many requests at a time, and that many at some
+// point); strict ordering refuses more than one, naming the field.
+func TestPlatformMaxInFlight(t *testing.T) {
+	const (
+		most  = 2
+		burst = 6
+	)
+	var mu sync.Mutex
+	now, peak, done := 0, 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		now++
+		peak = max(peak, now)
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		now--
+		done++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+
+	base := startPlatform(t)
+	mustCall(t, 201, "POST", base+"/v1/event-types", `{"name":"tick"}`)
+	app := mustCall(t, 201, "POST", base+"/v1/apps", `{"name":"Acme"}`)["id"].(string)
+	eps := base + "/v1/apps/" + app + "/endpoints"
+	for _, body := range []string{`{"url":"` + srv.URL + `","max_in_flight":2}`, `{"url":"` + srv.URL + `","ordering":"independent","max_in_flight":65}`} {
+		if r := call(t, "POST", eps, token, body); r.status != 400 || r.body["field"] != "max_in_flight" {
+			t.Errorf("POST %s: %d %v; want 400 naming max_in_flight", body, r.status, r.body)
+		}
+	}
+	strict := mustCall(t, 201, "POST", eps, `{"url":"`+srv.URL+`/s","enabled":false}`)
+	indep := mustCall(t, 201, "POST", eps, `{"url":"`+srv.URL+`/i","ordering":"independent","enabled":false}`)
+	if strict["max_in_flight"] != 1.0 || indep["max_in_flight"] != 8.0 {
+		t.Errorf("defaults: strict shows %v, independent %v; want 1 and 8", strict["max_in_flight"], indep["max_in_flight"])
+	}
+	ep := mustCall(t, 201, "POST", eps, `{"url":"`+srv.URL+`/hook","ordering":"independent","max_in_flight":`+strconv.Itoa(most)+`}`)
+	if ep["max_in_flight"] != float64(most) {
+		t.Fatalf("created with max_in_flight %d, shows %v", most, ep["max_in_flight"])
+	}
+	for i := range burst {
+		mustCall(t, 201, "POST", base+"/v1/apps/"+app+"/messages", `{"event_type":"tick","payload":{"n":`+strconv.Itoa(i)+`}}`)
+	}
+	eventually(t, "the burst was answered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done >= burst
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != most {
+		t.Errorf("at most %d requests were in flight at once; want the limit, %d", peak, most)
+	}
+}
