@@ -58,8 +58,9 @@ const (
 	// Resumed), no worker takes it over and delivers: nothing is sent
 	// under a lease granted after the pause and before the resume (less
 	// Run.Stall: a worker may read the pause on a stale clock). The owner
-	// the pause found may finish what it holds (the pause stops
-	// takeovers, docs/operations.md). The availability half is liveness:
+	// the pause found asks again at its next renewal: it may start
+	// attempts until Run.Recheck (plus Skew and Stall) after the pause, no
+	// later, and then only finishes those it has out. The availability half is liveness:
 	// Run.Slack counts every pause, so an event that waited on a pause
 	// settles by its deadline plus the pause, no later.
 	PauseHeld = "pause"
@@ -119,6 +120,7 @@ type eventView struct {
 	sent      []int // the attempt numbers sent, in the order sent
 	applied   int
 	everDead  bool
+	startedAt time.Time          // when its latest attempt's start was persisted
 	deadAs    machine.DeadReason // the reason it was first persisted dead with
 	settled   bool               // an operator discarded it, a dead letter
 	deleted   bool               // retention deleted it (judged when it was)
@@ -334,7 +336,7 @@ func (k *Checker) judge(e *Entry) {
 			at.ev = k.event(e.Record.ID)
 		}
 	}
-	p.retriesDue(e.At, e.Step)
+	p.retriesDue(e.At, e.Step, c.pause.first)
 	switch e.Kind {
 	case Persisted:
 		k.persisted(e, at)
@@ -467,6 +469,9 @@ func (k *Checker) persisted(e *Entry, at ref) {
 	}
 	k.p.persisted(e, at, v, prev) // its violations come first
 	c.persisted(e, at, v, prev)
+	if r.Attempts > v.rec.Attempts {
+		v.startedAt = e.At
+	}
 	v.rec = *r
 }
 
@@ -577,6 +582,8 @@ func (c *checker) sent(e *Entry, at ref) {
 	p := &c.run.Policy
 	if step, ok := c.pause.heldBy(e.Token); ok {
 		c.fail(PauseHeld, e.ID, e.Step, "attempt %d sent by %s under token %d, granted while the stream was paused (step %d)", e.Attempt, nameOf(e.Worker), e.Token, step)
+	} else if late, ok := c.pause.overdue(v.startedAt, c.run.Recheck+c.run.Skew+c.run.Stall); ok && c.run.Recheck > 0 && v.rec.Attempts == e.Attempt {
+		c.fail(PauseHeld, e.ID, e.Step, "attempt %d sent by %s, started %v after the pause of step %d: an owner must stop starting attempts within a renewal (%v, plus skew and stall)", e.Attempt, nameOf(e.Worker), late, c.pause.step, c.run.Recheck)
 	}
 	if !v.persisted {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent, but the event was never persisted", e.Attempt)

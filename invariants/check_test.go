@@ -1394,6 +1394,55 @@ func TestPause(t *testing.T) {
 			},
 		},
 		{
+			name:   "owner starts an attempt within a renewal of the pause",
+			reason: "the owner asks Policy again at its next renewal: until then it may start attempts",
+			build: func(b *logb) []found {
+				b.run.Recheck = time.Second
+				b.grant(1)
+				b.accept("e1")
+				b.pause(true)
+				b.wait(900 * time.Millisecond)
+				b.deliverAs("e1", 1)
+				b.pause(false)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "owner sends after the pause what it started before",
+			reason: "an attempt started before the owner saw the pause may go out late (a stalled worker)",
+			build: func(b *logb) []found {
+				b.run.Recheck = time.Second
+				b.grant(1)
+				b.accept("e1")
+				b.persist("e1", machine.Pending, 1, machine.NotDead)
+				b.pause(true)
+				b.wait(3 * time.Second)
+				b.sendAs("e1", 1, 1)
+				b.apply("e1")
+				b.reply("e1", machine.OutcomeDelivered)
+				b.persist("e1", machine.Delivered, 1, machine.NotDead)
+				b.pause(false)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "owner keeps starting attempts past a renewal of the pause",
+			reason: "the owner must see the pause at its next renewal and start nothing more",
+			build: func(b *logb) []found {
+				b.run.Recheck = time.Second
+				b.grant(1)
+				b.accept("e1")
+				b.pause(true)
+				b.wait(2 * time.Second)
+				s := b.deliverAs("e1", 1)
+				b.pause(false)
+				b.finish()
+				return []found{{invariants.PauseHeld, "e1", s}}
+			},
+		},
+		{
 			name:   "takeover delivers during the pause",
 			reason: "a worker that took the stream over in the pause ignored it",
 			build: func(b *logb) []found {

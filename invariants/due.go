@@ -45,13 +45,18 @@ func (p *policy) expectRetry(e *Entry, at ref, w *workerState) {
 }
 
 // retriesDue judges every retry due before now, as the log reaches now.
-func (p *policy) retriesDue(now time.Time, step int) {
+// A retry due at or after paused (when an operator first paused the
+// stream; zero: never) is not judged: the owner stops starting attempts
+// once it sees the pause, and after the resume a new owner rebuilds.
+func (p *policy) retriesDue(now time.Time, step int, paused time.Time) {
 	for p.due.len() > 0 && p.due.min().at.Before(now) {
 		d := p.due.pop()
 		v, w := &p.events[d.ev], p.worker(p.single)
 		switch {
 		case v.rec.State != machine.Retry || v.rec.Attempts != d.attempt || !v.rec.NextAt.Equal(d.at):
 			continue // it went out, died, or was parked
+		case !paused.IsZero() && !d.at.Before(paused):
+			continue // a pause may hold it
 		case w.inc != d.inc || w.circuit != machine.Closed || !w.circuitAt.Before(d.at):
 			continue // another machine, or the circuit held it
 		case p.run.Policy.Ordering == machine.Strict && p.live > 1:

@@ -164,6 +164,10 @@ type Run struct {
 	// gives a lease up early, besides clock offsets. Zero: the lease-kept
 	// rule is not judged.
 	ClockMargin time.Duration
+	// Recheck is how often an owner asks Policy again (the workers'
+	// RenewEvery): a pause stops an owner's sends within it, plus Skew and
+	// Stall. Zero: only takeovers are judged against pauses.
+	Recheck time.Duration
 	// Stall is the longest a worker may act on a stale clock reading (it
 	// read its clock, froze, then acted): it stamps an attempt's start up
 	// to Stall early, so it may count the attempt timed out, and start

@@ -5,9 +5,10 @@ import "time"
 // pauseState follows an operator's pauses of one stream (Paused,
 // Resumed) and the leases granted during them, for the pause rule.
 type pauseState struct {
-	on   bool      // paused now
-	at   time.Time // when the current pause began
-	step int       // its step
+	on    bool      // paused now
+	first time.Time // when the first pause began; zero: never paused
+	at    time.Time // when the current pause began
+	step  int       // its step
 	// grants are the leases granted during the current pause, and held
 	// those of pauses that ended: no send may go out under any of them.
 	grants []pausedGrant
@@ -33,6 +34,9 @@ func (s *pauseState) changed(e *Entry, stall time.Duration) {
 	case Paused:
 		if !s.on {
 			s.on, s.at, s.step = true, e.At, e.Step
+		}
+		if s.first.IsZero() {
+			s.first = e.At
 		}
 	case Resumed:
 		for _, g := range s.grants {
@@ -65,4 +69,15 @@ func (s *pauseState) heldBy(token uint64) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// overdue reports, while the stream is paused, how long after the pause
+// began an instant at falls, when that is more than within: an owner
+// asks Policy again at each renewal, so it stops sending within one.
+func (s *pauseState) overdue(at time.Time, within time.Duration) (time.Duration, bool) {
+	if !s.on {
+		return 0, false
+	}
+	late := at.Sub(s.at)
+	return late, late > within
 }

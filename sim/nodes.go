@@ -150,9 +150,12 @@ func (s *sim) initNodes() {
 		r.Slack = c.LeaseTTL + 2*c.Poll + skew + stall + down
 		r.Skew = skew + stall
 		// A clock stepped forward by d times an attempt out d early, as
-		// a stale reading d old stamps its start d early.
-		r.Stall = max(stall, ahead)
+		// a stale reading d old stamps its start d early; a worker that
+		// stalls and is stepped forward too is early by both (swarm seed
+		// 828450210630: 873ms stale, then 335ms ahead).
+		r.Stall = stall + ahead
 		r.ClockMargin = clockMargin(c)
+		r.Recheck = renewEvery(c)
 		r.LivenessBound += r.Slack
 	}
 }
@@ -160,6 +163,11 @@ func (s *sim) initNodes() {
 // clockMargin is the workers' ClockMargin: the worker's default, a tenth
 // of the lease, set explicitly so that the checker knows it.
 func clockMargin(c Cluster) time.Duration { return c.LeaseTTL / 10 }
+
+// renewEvery is the workers' RenewEvery: the worker's default, a third of
+// the lease, set explicitly so that the checker knows how soon an owner
+// sees a pause (it asks Policy again at each renewal).
+func renewEvery(c Cluster) time.Duration { return c.LeaseTTL / 3 }
 
 // startNodes boots every node, its first call staggered so that the
 // workers do not move in lockstep, and schedules the crashes.
@@ -187,6 +195,7 @@ func (s *sim) boot(n *node) {
 		Poll:        c.Poll,
 		IdleRelease: c.LeaseTTL,
 		ClockMargin: clockMargin(c),
+		RenewEvery:  renewEvery(c),
 		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, &ev) }),
 	})
 	if err != nil {

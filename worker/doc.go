@@ -15,6 +15,9 @@
 // requires: Save through the lease, then hand out the sends and probes,
 // then tick at WakeAt (a zero WakeAt means no tick). It gives a stream
 // back (store.Release) once nothing has been left to do for IdleRelease.
+// It asks Config.Policy again at each renewal: a stream refused there (an
+// operator paused it) drains as a stopping worker does, and is given back
+// once the attempts it sent are answered.
 //
 // When the store refuses a write as stale (store.ErrStaleLease), the
 // worker drops the stream's machine and never acts on the stream again:

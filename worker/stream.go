@@ -37,6 +37,14 @@ type stream struct {
 	releaseAt time.Time        // idleSince+IdleRelease, when idleSince is set
 	unsent    map[string]bool  // draining: events whose started attempt was not sent
 	gone      bool             // forgotten (lost or released): no longer in order
+	// closing, when not empty, says why the worker is giving the stream
+	// back of its own accord: Policy refused the stream at a renewal (an
+	// operator paused it, its endpoint was disabled). The stream drains
+	// as a draining worker does, and is released once no attempt it sent
+	// awaits its reply, or at closeBy, an attempt's timeout after the
+	// refusal, whichever comes first.
+	closing string
+	closeBy time.Time
 
 	// due is earliest(draining) as of the last call that acted on the
 	// stream: Advance and Next compare one instant per stream, not five,
@@ -58,6 +66,10 @@ func (st *stream) earliest(draining bool) time.Time {
 		t = st.expiresAt
 	}
 	switch {
+	case st.closing != "":
+		if st.closeBy.Before(t) {
+			t = st.closeBy
+		}
 	case draining:
 	case st.m == nil:
 		if st.rebuildAt.Before(t) {
@@ -92,7 +104,11 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded", nil)
 		return
 	}
-	if !now.Before(st.renewAt) && !w.renew(ctx, st, now) {
+	if !now.Before(st.renewAt) && !w.renewAndRecheck(ctx, st, now) {
+		return
+	}
+	if st.closing != "" {
+		w.closeIfDone(ctx, st, now)
 		return
 	}
 	if w.draining {
@@ -137,6 +153,52 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 	st.leased(now, &w.cfg)
 	w.observe(Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token})
 	return true
+}
+
+// renewAndRecheck renews the lease and asks Policy again whether the
+// stream may still be delivered: a pause or a disabled endpoint then
+// stops an owner within one RenewEvery, not only the next takeover. It is
+// asked whatever the renewal's outcome, so store trouble does not delay
+// it. It reports false if the stream was lost.
+func (w *Worker) renewAndRecheck(ctx context.Context, st *stream, now time.Time) bool {
+	if !w.renew(ctx, st, now) {
+		return false
+	}
+	if st.closing != "" {
+		return true
+	}
+	if _, err := w.policy(st.lease.Stream); err != nil {
+		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Token: st.lease.Token,
+			Err: fmt.Errorf("policy for stream %q: %w", st.lease.Stream, err), Detail: "giving the stream back"})
+		st.closing = err.Error()
+		st.closeBy = now.Add(st.cfg.AttemptTimeout)
+		st.idleSince = time.Time{}
+	}
+	return true
+}
+
+// closeIfDone releases a closing stream once no attempt it sent awaits
+// its reply, or once closeBy has come.
+func (w *Worker) closeIfDone(ctx context.Context, st *stream, now time.Time) {
+	if now.Before(st.closeBy) && st.awaiting() {
+		return
+	}
+	w.release(ctx, st, "policy refused the stream: "+st.closing)
+}
+
+// awaiting reports whether an attempt the stream sent awaits its reply:
+// one the machine holds in flight that was handed out (not withheld as
+// unsent while draining).
+func (st *stream) awaiting() bool {
+	if st.m == nil {
+		return false
+	}
+	for _, s := range st.m.InFlight() {
+		if !st.unsent[s.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // idle gives the stream back once nothing has been left to do for
@@ -319,7 +381,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
 	persist, sends, probes := plantedPersist(b.Persist), b.Sends, b.Probes
-	if w.draining {
+	if w.draining || st.closing != "" {
 		for _, s := range sends {
 			if st.unsent == nil {
 				st.unsent = make(map[string]bool)

@@ -25,7 +25,11 @@ type Config struct {
 	Store store.Store
 	// Policy returns the delivery policy of a stream (strict or
 	// independent, limits, backoff). It is called when the worker takes a
-	// stream over; an error makes the worker give the stream back.
+	// stream over, and again at each renewal. An error at a takeover makes
+	// the worker give the stream back at once; at a renewal (an operator
+	// paused the stream since), the worker starts no new attempt on it and
+	// gives it back once the attempts it sent are answered, or an
+	// AttemptTimeout later at most.
 	Policy func(stream string) (machine.Config, error)
 
 	// MaxStreams is the most streams the worker owns at once.
@@ -216,7 +220,7 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 		case !now.Before(st.due):
 			w.advanceStream(ctx, st, now)
 			w.reschedule(st)
-		case !w.draining && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero():
+		case !w.draining && st.closing == "" && st.m != nil && (st.m.Queued() > 0) != st.idleSince.IsZero():
 			// Nothing timed is due, but the idle clock is to start or stop.
 			w.idle(ctx, st, now)
 			w.reschedule(st)
@@ -250,7 +254,7 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 	}
 	var in machine.Input
 	if r.Probe != 0 {
-		if w.draining {
+		if w.draining || st.closing != "" {
 			return w.flush() // nothing new goes out while draining
 		}
 		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
@@ -267,6 +271,9 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 			Status:  r.Outcome.Status,
 			Detail:  channel.Truncate(strings.ToValidUTF8(r.Outcome.Detail, "?")),
 		}})
+		if !st.gone && st.closing != "" {
+			w.closeIfDone(ctx, st, now)
+		}
 		return w.flush()
 	}
 	w.step(ctx, st, now, in)

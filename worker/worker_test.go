@@ -675,3 +675,75 @@ func TestClockSteppedBackIsHeldAtTheLatestReading(t *testing.T) {
 		t.Fatalf("%d machine faults: a machine saw the clock go back", n)
 	}
 }
+
+// An owner asks Policy again at each renewal: once an operator paused the
+// stream, it starts no attempt more, persists the replies still due, and
+// gives the stream back when none is left; the events it did not start
+// keep their attempts for the next owner.
+func TestPauseSeenAtRenewal(t *testing.T) {
+	paused := false
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			if paused {
+				return machine.Config{}, errors.New("paused by an operator")
+			}
+			return policy(), nil
+		}
+	})
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	paused = true
+	e.clock.Advance(ttl / 3)
+	if fx := e.advance(); len(fx.Sends) != 0 {
+		t.Fatalf("a renewal that found the pause started %+v", fx.Sends)
+	}
+	if !e.w.Owns("s") || e.count(worker.Faulted) != 1 {
+		t.Fatalf("owns=%v faults=%d: the owner must keep the stream for the reply due, and report the refusal", e.w.Owns("s"), e.count(worker.Faulted))
+	}
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 {
+		t.Fatalf("a paused owner started %+v", fx.Sends)
+	}
+	if r := e.record("e1"); r.State != machine.Delivered {
+		t.Fatalf("the reply due was not persisted: e1 is %s", r.State)
+	}
+	if r := e.record("e2"); r.Attempts != 0 {
+		t.Fatalf("the pause cost e2 an attempt: %d", r.Attempts)
+	}
+	if e.w.Owns("s") {
+		t.Fatal("the owner kept the paused stream after its last reply")
+	}
+	if _, err := e.mem.Acquire(e.ctx, "s", "next", ttl); err != nil {
+		t.Fatalf("the lease was not released: %v", err)
+	}
+}
+
+// A paused owner whose reply never comes gives the stream back an
+// AttemptTimeout after it saw the pause, not never.
+func TestPausedOwnerReleasesWithoutReply(t *testing.T) {
+	paused := false
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			if paused {
+				return machine.Config{}, errors.New("paused by an operator")
+			}
+			return policy(), nil
+		}
+	})
+	e.enqueue("s", "e1")
+	oneSend(t, e.advance(), "e1", 1)
+	paused = true
+	e.clock.Advance(ttl / 3)
+	e.advance()
+	saw := e.now()
+	for e.w.Owns("s") && e.now().Sub(saw) < 2*policy().AttemptTimeout {
+		e.clock.Advance(max(time.Millisecond, e.w.Next().Sub(e.now())))
+		e.advance()
+	}
+	if e.w.Owns("s") {
+		t.Fatal("the paused owner never gave the stream back")
+	}
+	if got := e.now().Sub(saw); got != policy().AttemptTimeout {
+		t.Fatalf("released %v after it saw the pause, want the AttemptTimeout %v", got, policy().AttemptTimeout)
+	}
+}

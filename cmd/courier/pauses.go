@@ -15,11 +15,12 @@ import (
 // How a pause acts: the worker asks the delivery policy of a stream each
 // time it takes the stream over, and the policy of a paused stream is an
 // error, so the worker gives the lease straight back and starts nothing.
-// A pause therefore stops every takeover at once, on every process; a
-// worker that owns the stream at the moment of the pause finishes what
-// its machine has started and keeps the stream until it gives it back
-// (when it has nothing left to do, or its process stops). Publishing to a
-// paused stream still works: events wait, durably, for the resume.
+// A pause therefore stops every takeover at once, on every process. The
+// worker asks again at each lease renewal, so one that owns the stream at
+// the moment of the pause sees it within RenewEvery: it starts nothing
+// more, persists the replies of the attempts it has out, and gives the
+// stream back once they are in. Publishing to a paused stream still
+// works: events wait, durably, for the resume.
 type pauses struct {
 	db      *sql.DB
 	dollars bool   // placeholders are $1 (PostgreSQL), not ? (SQLite)
