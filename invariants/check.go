@@ -82,13 +82,19 @@ var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadK
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
 // (a probe backoff and timeout, an attempt timeout, the longest retry
-// delay), then one round trip of at most 2*latency per event, then the
+// delay), then one round trip of at most 2*latency per event (and, with a
+// rate limit, a window and each event's share of the limit), then the
 // whole budget of each poison (or stubborn) event, which keeps failing
 // after the channel heals.
 func LivenessBound(p machine.Config, events, poison int, latency time.Duration) time.Duration {
 	settle := p.ProbeMaxInterval + p.ProbeTimeout + p.AttemptTimeout + max(p.MaxBackoff, p.MaxRetryAfter)
 	perEvent := 2 * latency
 	perPoison := time.Duration(p.MaxAttempts) * (max(p.MaxBackoff, p.MaxRetryAfter) + p.AttemptTimeout + p.ProbeTimeout + 2*latency)
+	if p.RateLimit > 0 {
+		// A rate limit spaces the starts, and a recovery waits a window.
+		settle += p.RatePer
+		perEvent += p.RatePer/time.Duration(p.RateLimit) + 1
+	}
 	return settle + time.Duration(events)*perEvent + time.Duration(poison)*perPoison
 }
 
@@ -364,6 +370,7 @@ func (k *Checker) judge(e *Entry) {
 		c.worker(at.wk).circuit = e.Circuit
 	case Restarted:
 		p.restarted(at)
+		p.rate.restarted(e)
 		c.restarted(at)
 	case WriteRejected:
 		c.fail(Monotonic, e.ID, e.Step, "the store refused a write by %s (token %d): %s", e.Worker, e.Token, e.Detail)

@@ -75,7 +75,8 @@
 //     failure (the jittered backoff, a Retry-After hint capped at
 //     MaxRetryAfter, no hint when the cap is 0); the same owner never
 //     starts attempt n+1 before it, and a single sender starts it then
-//     when its circuit is closed and its window cannot be full.
+//     when its circuit is closed, its window cannot be full and its rate
+//     limit cannot hold it.
 //   - breaker: after BreakerThreshold consecutive retryable failures, or
 //     one right after a half-open close, the next thing sent is a probe;
 //     no attempt while a probe is unanswered.
@@ -91,6 +92,10 @@
 //     the newest, unexpired lease.
 //   - producers: a re-offer of an acknowledged ID is acknowledged again
 //     with its sequence, even with the queue full, and changes nothing.
+//   - rate-limit: with Policy.RateLimit set, no RatePer holds more than
+//     RateLimit attempt starts of the stream, by any owner, an attempt
+//     starting when it is persisted (a pause before its send may delay
+//     it further); probes do not count. Slack: 2*Run.Skew.
 //
 // The only slack is Run.Skew, the largest clock offset of a worker: a
 // worker judges time by its own clock, the log by the run's.

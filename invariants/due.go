@@ -63,6 +63,8 @@ func (p *policy) retriesDue(now time.Time, step int, paused time.Time) {
 			continue // an earlier event may hold the stream
 		case p.live > max(p.run.Policy.Window, 1):
 			continue // the window may be full
+		case p.rate.mayHold(d.at):
+			continue // the rate limit may hold it (rate.go)
 		}
 		p.fail(RetryTiming, p.ids.list[d.ev], step, "attempt %d was due at its NextAt %v after its failure (step %d), with the circuit closed and room in the window, and had not gone out by %v",
 			d.attempt+1, d.at.Sub(v.failedAt), d.step, now.Sub(d.at))

@@ -51,7 +51,7 @@ const (
 )
 
 // PolicyNames lists the policy rules, in the order reports show them.
-var PolicyNames = []string{RetryTiming, Breaker, Parking, Recovery, Age, Leases, Producers}
+var PolicyNames = []string{RetryTiming, Breaker, Parking, Recovery, Age, Leases, Producers, RateLimit}
 
 // policy judges the policy rules as the log goes by.
 type policy struct {
@@ -63,6 +63,7 @@ type policy struct {
 	single  int               // the number of worker "", the single sender
 	live    int               // events whose latest record is not terminal
 	due     minHeap[dueRetry] // retries of the single sender, by NextAt
+	rate    rateRule          // rate.go
 	leases
 }
 
@@ -133,6 +134,7 @@ func (p *policy) reset(run Run, ids *names) {
 	p.newest = 0
 	p.live = 0
 	p.due.reset()
+	p.rate.reset(run)
 }
 
 // worker returns worker wk's state.
@@ -300,6 +302,7 @@ func (p *policy) started(e *Entry, at ref, w *workerState, v *event, prev *machi
 	}
 	x := w.at(at.ev)
 	x.flying, x.attempt, x.replied = true, r.Attempts, false
+	p.rate.started(e, p.fail)
 }
 
 // landed judges the persisted outcome of the attempt w had in flight.

@@ -75,6 +75,10 @@ func randomRun(seed uint64) Run {
 		g.step()
 	}
 	g.finish()
+	// Drawn last, so that the logs are the same with and without it.
+	if rng.IntN(2) == 0 {
+		g.run.Policy.RateLimit, g.run.Policy.RatePer = 1+rng.IntN(3), time.Second
+	}
 	return g.run
 }
 

@@ -43,8 +43,22 @@ type Config struct {
 	// the choice is always explicit.
 	Ordering Ordering
 	// Window is the most attempts in flight at once. Strict requires 1
-	// (or 0, read as 1); Independent requires at least 1.
+	// (or 0, read as 1); Independent requires at least 1. It is the
+	// stream's limit on attempts in flight (a platform's "max in flight").
 	Window int
+
+	// RateLimit and RatePer are the stream's rate limit: at most RateLimit
+	// attempts start in any interval of RatePer, that is, attempt k+RateLimit
+	// starts no earlier than RatePer after attempt k (a sliding window,
+	// which allows a burst of RateLimit). Probes do not count: they carry
+	// no event, one at most is out, and ProbeBackoff spaces them. A start
+	// the limit holds back waits, and WakeAt says when it may go. A
+	// machine made by Recover does not know when the old one started its
+	// attempts, so it counts a full window of starts at the instant it is
+	// recovered. Zero RateLimit sets no limit (and RatePer must be 0 too).
+	RateLimit int
+	// RatePer is the interval of RateLimit, positive when RateLimit is set.
+	RatePer time.Duration
 
 	// MaxAttempts bounds the sends of one event, across restarts: an
 	// attempt is counted durably before it is sent.
@@ -138,6 +152,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// MaxRateLimit bounds Config.RateLimit: the machine remembers that many
+// attempt starts.
+const MaxRateLimit = 100_000
+
 // ErrInvalidConfig is wrapped by every error that Validate returns.
 var ErrInvalidConfig = errors.New("machine: invalid config")
 
@@ -196,12 +214,39 @@ func (c Config) Validate() error {
 		return bad("KeepSettled", "is %d; must not be negative (0 keeps every settled record)", c.KeepSettled)
 	case c.KeepSettledFor < 0:
 		return bad("KeepSettledFor", "is %v; must not be negative (0 sets no bound by time)", c.KeepSettledFor)
+	case c.RateLimit < 0 || c.RateLimit > MaxRateLimit:
+		return bad("RateLimit", "is %d; must be within 0..%d (0 sets no limit)", c.RateLimit, MaxRateLimit)
+	case c.RateLimit > 0 && c.RatePer <= 0:
+		return bad("RatePer", "is %v; must be positive with a RateLimit (%d)", c.RatePer, c.RateLimit)
+	case c.RateLimit == 0 && c.RatePer != 0:
+		return bad("RatePer", "is %v with no RateLimit; set both or neither", c.RatePer)
 	}
 	return nil
 }
 
 // forgets reports whether the idempotency window is bounded.
 func (c *Config) forgets() bool { return c.KeepSettled > 0 || c.KeepSettledFor > 0 }
+
+// rateAllows reports whether the rate limit lets an attempt start now.
+func (m *Machine) rateAllows() bool {
+	return m.cfg.RateLimit == 0 || m.starts.len() < m.cfg.RateLimit || !m.now.Before(m.rateNext())
+}
+
+// rateNext is when the rate limit next lets an attempt start, once
+// RateLimit starts are remembered: RatePer after the oldest of them.
+func (m *Machine) rateNext() time.Time { return m.starts.front().Add(m.cfg.RatePer) }
+
+// started remembers an attempt start for the rate limit: the last
+// RateLimit of them.
+func (m *Machine) started() {
+	if m.cfg.RateLimit == 0 {
+		return
+	}
+	m.starts.push(m.now)
+	if m.starts.len() > m.cfg.RateLimit {
+		m.starts.pop()
+	}
+}
 
 // window is the effective in-flight limit: Window, or 1 in strict order
 // (where Window may be 0), doubled under the planted bug WindowOverflow.

@@ -80,6 +80,22 @@
 // Independent: up to Window attempts in flight, due events picked in
 // acceptance order.
 //
+// # Rate limit
+//
+// Config.RateLimit and RatePer bound how fast a stream starts attempts:
+// at most RateLimit starts in any interval of RatePer, so attempt
+// k+RateLimit of the stream starts no earlier than RatePer after attempt
+// k (a sliding window; a burst of RateLimit may go at once). The machine
+// remembers its last RateLimit starts; a start the limit holds back
+// waits, in its place in the order (in strict order the head holds the
+// rest, as ever), and WakeAt is the instant the oldest of those starts
+// leaves the window. No start waits longer than that. Probes do not
+// count: they carry no event, one at most is out, and ProbeBackoff
+// spaces them. Recover cannot know when the old machine started its
+// attempts, so it counts a full window of starts at its own instant: a
+// recovered stream starts nothing for RatePer. Attempts in flight are
+// bounded by Window. Zero RateLimit sets no limit.
+//
 // # Late, stale and duplicate inputs
 //
 // Only the Result of the attempt in flight counts. A Result for an earlier
@@ -149,10 +165,10 @@
 // # Planted bugs
 //
 // The simulator proves its invariant checker by switching deliberate bugs
-// into the code (internal/plant). Six of them need the machine's insides
+// into the code (internal/plant). Seven of them need the machine's insides
 // (retry limits, the poison hold, the drain order, the open circuit, the
-// window) and live here, as the unexported faults of a Machine, fixed when
-// it is made. Only a build with the tag plant can set them
+// window, the rate limit) and live here, as the unexported faults of a
+// Machine, fixed when it is made. Only a build with the tag plant can set them
 // (faults_plant.go, the machine's one import of the module, and only in
 // that build); in a normal build faults_off.go sets none, so no input,
 // flag or file can switch one on in a shipped binary. The hooks are plain

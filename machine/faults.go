@@ -29,4 +29,7 @@ type faults struct {
 	// windowOverflow: twice the window's attempts go out at once, two in
 	// strict order.
 	windowOverflow bool
+	// rateResetOnProbe: a healthy probe forgets the recent attempt
+	// starts, so the rate limit begins afresh.
+	rateResetOnProbe bool
 }

@@ -15,5 +15,6 @@ func plantedFaults() faults {
 		drainOutOfOrder:     bug == plant.DrainOutOfOrder,
 		sendWhileOpen:       bug == plant.SendWhileOpen,
 		windowOverflow:      bug == plant.WindowOverflow,
+		rateResetOnProbe:    bug == plant.RateResetOnProbe,
 	}
 }

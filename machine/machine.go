@@ -87,6 +87,11 @@ type Machine struct {
 	settled   ring[*entry]
 	settledAt ring[time.Time]
 
+	// The rate limit (config.go): the last RateLimit attempt starts, and
+	// whether the current step's dispatch stopped at the limit.
+	starts   ring[time.Time]
+	rateHeld bool
+
 	circuit    Circuit
 	streak     int // consecutive retryable failures, any event
 	probeN     uint64
@@ -148,6 +153,11 @@ func Recover(cfg Config, now time.Time, records []Record) (*Machine, Batch, erro
 	}
 	if err := m.load(records, now); err != nil {
 		return nil, Batch{}, err
+	}
+	// The old machine's starts are unknown: count a full window of them
+	// now, the latest they can have been.
+	for range cfg.RateLimit {
+		m.starts.push(now)
 	}
 	// Only records that can still be sent say anything about the channel:
 	// one out of attempts dies here, one that cannot be sent (its payload
@@ -447,6 +457,9 @@ func (m *Machine) probeResult(in ProbeResult) {
 func (m *Machine) probeHealthy() {
 	m.streak = 0
 	m.probeFails = 0
+	if m.faults.rateResetOnProbe {
+		m.starts = ring[time.Time]{}
+	}
 	switch m.circuit {
 	case Checking:
 		// The channel is fine, so whatever kept failing is at fault itself
@@ -516,6 +529,7 @@ func (m *Machine) advance() {
 		m.sendProbe()
 	}
 	m.migrate()
+	m.rateHeld = false
 	if m.circuit == Closed || m.faults.sendWhileOpen {
 		m.dispatch()
 	}
@@ -587,6 +601,10 @@ func (m *Machine) dispatchScan(reverse bool) {
 			}
 			continue
 		}
+		if !m.rateAllows() {
+			m.rateHeld = true
+			return
+		}
 		m.start(e)
 	}
 }
@@ -601,6 +619,10 @@ func (m *Machine) dispatchDue() {
 			m.due.remove(e)
 			stuck = append(stuck, e)
 			continue
+		}
+		if !m.rateAllows() {
+			m.rateHeld = true
+			break
 		}
 		m.start(e)
 	}
@@ -628,6 +650,7 @@ func (m *Machine) start(e *entry) {
 	e.rec.NextAt = m.now.Add(m.cfg.AttemptTimeout)
 	m.flight.push(e)
 	m.flying++
+	m.started()
 	m.stats.Sends++
 	m.touch(e)
 	m.out.Sends = append(m.out.Sends, Send{ID: e.rec.ID, Seq: e.rec.Seq, Attempt: e.rec.Attempts, Payload: e.rec.Payload})
@@ -682,6 +705,11 @@ func (m *Machine) wakeAt() time.Time {
 	}
 	if m.circuit == Closed && m.future.len() > 0 {
 		consider(m.future.items[0].rec.NextAt)
+	}
+	if m.rateHeld {
+		// A start the rate limit held back: rateNext is after now, or
+		// dispatch would have started it.
+		consider(m.rateNext())
 	}
 	return wake
 }

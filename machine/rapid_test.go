@@ -39,6 +39,7 @@ type modelTest struct {
 	lastSeq uint64
 	store   map[string]machine.Record // what the caller persisted, batch by batch
 	sent    []machine.Send            // every Send ever emitted, for stale results
+	sentAt  []time.Time               // when each was emitted (rate_test.go)
 	probeN  uint64                    // highest probe number of this incarnation
 	lastLen int                       // len(Records()) at the last check
 	bursts  int                       // names burst events uniquely
@@ -386,6 +387,7 @@ func (mt *modelTest) apply(t *rapid.T, b machine.Batch, before []machine.Record)
 			}
 		}
 		mt.sent = append(mt.sent, x)
+		mt.sentAt = append(mt.sentAt, mt.now)
 	}
 	if mt.cfg.Ordering == machine.Strict && len(b.Sends) > 1 {
 		t.Fatalf("strict: %d sends in one step", len(b.Sends))

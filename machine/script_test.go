@@ -172,6 +172,10 @@ func (a *args) configure(c *machine.Config) {
 			c.MaxQueued = a.integer(v)
 		case "max-payload-bytes":
 			c.MaxPayloadBytes = a.integer(v)
+		case "rate-limit":
+			c.RateLimit = a.integer(v)
+		case "rate-per":
+			c.RatePer = a.duration(v)
 		case "seed":
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -188,15 +192,23 @@ var configKeys = map[string]bool{
 	"max-retry-after": true, "attempt-timeout": true, "breaker-threshold": true,
 	"probe-timeout": true, "probe-base-interval": true, "probe-max-interval": true,
 	"max-queued": true, "max-payload-bytes": true, "seed": true,
+	"rate-limit": true, "rate-per": true,
 }
 
+// formatConfig prints the config as new's output line; the rate limit
+// only when it is set, so that the scripts written before it stay as
+// they were.
 func formatConfig(c machine.Config) string {
+	rate := ""
+	if c.RateLimit != 0 || c.RatePer != 0 {
+		rate = fmt.Sprintf(" rate-limit=%d rate-per=%s", c.RateLimit, c.RatePer)
+	}
 	return fmt.Sprintf("config ordering=%s window=%d max-attempts=%d max-age=%s base-backoff=%s max-backoff=%s "+
 		"jitter-percent=%d max-retry-after=%s attempt-timeout=%s breaker-threshold=%d probe-timeout=%s "+
-		"probe-base-interval=%s probe-max-interval=%s max-queued=%d max-payload-bytes=%d seed=%d\n",
+		"probe-base-interval=%s probe-max-interval=%s max-queued=%d max-payload-bytes=%d seed=%d%s\n",
 		c.Ordering, c.Window, c.MaxAttempts, c.MaxAge, c.BaseBackoff, c.MaxBackoff,
 		c.JitterPercent, c.MaxRetryAfter, c.AttemptTimeout, c.BreakerThreshold, c.ProbeTimeout,
-		c.ProbeBaseInterval, c.ProbeMaxInterval, c.MaxQueued, c.MaxPayloadBytes, c.Seed)
+		c.ProbeBaseInterval, c.ProbeMaxInterval, c.MaxQueued, c.MaxPayloadBytes, c.Seed, rate)
 }
 
 func (s *script) run(t *testing.T, d *datadriven.TestData) string {

@@ -197,8 +197,26 @@ func CheckEndpoint(e Endpoint) error {
 	if e.Ordering != Strict && e.Ordering != Independent {
 		return fieldErr("ordering", "is %q; must be %q or %q", clip(string(e.Ordering)), Strict, Independent)
 	}
+	if e.RateLimit < 0 || e.RateLimit > MaxRateLimit {
+		return fieldErr("rate_limit", "is %d; must be within 0..%d attempts per second (0 sets no limit)", e.RateLimit, MaxRateLimit)
+	}
+	switch {
+	case e.MaxInFlight < 0 || e.MaxInFlight > MaxMaxInFlight:
+		return fieldErr("max_in_flight", "is %d; must be within 0..%d (0 is the ordering's default)", e.MaxInFlight, MaxMaxInFlight)
+	case e.Ordering == Strict && e.MaxInFlight > 1:
+		return fieldErr("max_in_flight", "is %d; strict ordering sends one attempt at a time (use 1, or 0)", e.MaxInFlight)
+	}
 	return nil
 }
+
+// The bounds of an endpoint's rate limit (attempts per second) and of
+// its attempts in flight, and the default of the latter in independent
+// order.
+const (
+	MaxRateLimit       = 10_000
+	MaxMaxInFlight     = 64
+	DefaultMaxInFlight = 8
+)
 
 // CheckSecrets checks an endpoint's signing secrets: 1 to
 // webhook.MaxSigners "whsec_" secrets. The error never repeats a secret.

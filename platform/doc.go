@@ -47,6 +47,16 @@
 // events of the delivery store, and courier serve replays them there
 // (POST /v1/apps/{app}/endpoints/{endpoint}/replay).
 //
+// # Rate limit and attempts in flight
+//
+// Endpoint.RateLimit is the most attempts per second the endpoint's
+// stream starts (0: no limit), and Endpoint.MaxInFlight the most it has
+// in flight at once (0: the ordering's default). The platform only keeps
+// them: the runtime gives the endpoint's stream a machine.Config with
+// RateLimit per RatePer of one second and MaxInFlight as its Window, and
+// the machine holds back the starts beyond them (see "Rate limit" in
+// package machine).
+//
 // # Attempt log and endpoint health
 //
 // Every HTTP attempt to an endpoint can be kept (Attempt: status,

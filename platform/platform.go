@@ -41,10 +41,21 @@ type Endpoint struct {
 	Secrets []string
 	// Enabled: a disabled endpoint is left out of every fan-out, and its
 	// stream is paused (deliveries queued before wait).
-	Enabled   bool
-	Ordering  Ordering
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Enabled  bool
+	Ordering Ordering
+	// RateLimit is the most attempts per second the endpoint's stream
+	// starts, 1 to MaxRateLimit (a burst of RateLimit may go at once:
+	// machine.Config.RateLimit per RatePer of one second); 0 sets no
+	// limit. MaxInFlight is the most attempts in flight at once
+	// (machine.Config.Window): 1 in strict order, 1 to MaxMaxInFlight in
+	// independent order; 0 is the default, 1 in strict order and
+	// DefaultMaxInFlight in independent. A change of either takes effect
+	// when the stream's machine is next built (disable and enable the
+	// endpoint, or restart).
+	RateLimit   int
+	MaxInFlight int
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Wants reports whether the endpoint receives a message of eventType

@@ -13,6 +13,8 @@ import (
 
 // CatchBug switches bug on, sweeps swarm seeds from 1 until the expected
 // invariant flags a run (at most limit seeds), and switches it off again.
+// A bug no swarm world reaches is hunted in its scenario's worlds
+// instead, seed by seed (catchWorlds).
 // It must not run while any other run is in progress: the bug is global.
 func CatchBug(bug plant.Bug, limit int) (Catch, error) {
 	expected, ok := plant.Expected[bug]
@@ -25,8 +27,12 @@ func CatchBug(bug plant.Bug, limit int) (Catch, error) {
 	}
 	defer restore()
 	c := Catch{Bug: bug, Expected: expected}
+	world := Swarm
+	if w, ok := catchWorlds[bug]; ok {
+		world = w // a bug only a scenario's world reaches (rate.go)
+	}
 	for seed := uint64(1); seed <= uint64(limit); seed++ {
-		r, _ := RunSwarmSeed(seed, sim.Options{})
+		r, _ := RunWorld(seed, world(seed), sim.Options{})
 		var names []string
 		for _, v := range r.Violations {
 			if !slices.Contains(names, v.Invariant) {

@@ -302,7 +302,7 @@ func All() []Scenario {
 				return c
 			},
 		},
-	}, append(clusterScenarios(), longOutage())...)
+	}, append(clusterScenarios(), rateLimited(), longOutage())...)
 }
 
 // ClusterBase is Base with three workers sharing one store: 2s leases,

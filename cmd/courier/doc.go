@@ -62,9 +62,10 @@
 //	GET  /healthz  /readyz  /metrics  /openapi.json                     no token
 //
 // The webhook platform (package platform) adds applications, their
-// endpoints (URL, secrets, a filter of event types, enabled, ordering),
-// event types and messages, kept in the same database and used without a
-// restart; openapi.json (served at /openapi.json) describes every route:
+// endpoints (URL, secrets, a filter of event types, enabled, ordering,
+// rate_limit, max_in_flight), event types and messages, kept in the same
+// database and used without a restart; openapi.json (served at
+// /openapi.json) describes every route:
 //
 //	POST /v1/apps  GET /v1/apps  GET|PATCH|DELETE /v1/apps/{app}
 //	POST /v1/apps/{app}/endpoints  GET .../endpoints  GET|PATCH|DELETE .../endpoints/{endpoint}  GET .../secrets

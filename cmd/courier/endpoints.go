@@ -38,16 +38,26 @@ type builtChannel struct {
 	ch      *httpchannel.Channel
 }
 
-// endpointPolicy is the delivery policy of every endpoint's stream:
-// machine.DefaultConfig with the endpoint's ordering. Its payload bound
-// is the platform's (platform.Config.MaxPayloadBytes).
-func endpointPolicy(ordering platform.Ordering) machine.Config {
+// endpointPolicy is the delivery policy of an endpoint's stream:
+// machine.DefaultConfig with the endpoint's ordering, attempts in flight
+// (Window) and rate limit (RateLimit attempt starts per second). Its
+// payload bound is the platform's (platform.Config.MaxPayloadBytes).
+func endpointPolicy(ep platform.Endpoint) machine.Config {
 	p := machine.DefaultConfig()
 	p.Seed = randomSeed()
-	if ordering == platform.Independent {
-		p.Ordering, p.Window = machine.Independent, 8
+	if ep.Ordering == platform.Independent {
+		p.Ordering, p.Window = machine.Independent, inFlight(ep)
+	}
+	if ep.RateLimit > 0 {
+		p.RateLimit, p.RatePer = ep.RateLimit, time.Second
 	}
 	return p
+}
+
+// defaultEndpointPolicy is the policy of a strict endpoint with no rate
+// limit: the bounds every endpoint shares.
+func defaultEndpointPolicy() machine.Config {
+	return endpointPolicy(platform.Endpoint{Ordering: platform.Strict})
 }
 
 func newEndpointChannels(plat platform.Store, allowLoopback bool, log *slog.Logger) *endpointChannels {
@@ -60,7 +70,7 @@ func (e *endpointChannels) Check(_, id string, payload []byte) error {
 	if err := webhook.CheckID(id); err != nil {
 		return err
 	}
-	if max := endpointPolicy(platform.Strict).MaxPayloadBytes; len(payload) > max {
+	if max := defaultEndpointPolicy().MaxPayloadBytes; len(payload) > max {
 		return fmt.Errorf("payload of %d bytes is over %d", len(payload), max)
 	}
 	return nil
@@ -93,8 +103,8 @@ func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, ch
 	hc := httpchannel.Config{
 		Endpoints:      map[string]string{stream: ep.URL},
 		Secrets:        ep.Secrets,
-		AttemptTimeout: endpointPolicy(ep.Ordering).AttemptTimeout,
-		MaxBodyBytes:   endpointPolicy(ep.Ordering).MaxPayloadBytes,
+		AttemptTimeout: endpointPolicy(ep).AttemptTimeout,
+		MaxBodyBytes:   endpointPolicy(ep).MaxPayloadBytes,
 		Logger:         slog.New(slog.DiscardHandler), // the loopback warning is logged once, at the start
 	}
 	if e.allowLoopback {
@@ -159,11 +169,11 @@ func (e *endpointChannels) policy(stream string) (machine.Config, error) {
 	ep, err := e.plat.GetEndpoint(ctx, stream)
 	switch {
 	case errors.Is(err, platform.ErrNotFound):
-		return endpointPolicy(platform.Strict), nil
+		return defaultEndpointPolicy(), nil
 	case err != nil:
 		return machine.Config{}, fmt.Errorf("reading endpoint %q: %w", stream, err)
 	case !ep.Enabled:
 		return machine.Config{}, fmt.Errorf("%w: endpoint %q is disabled", courier.ErrPaused, stream)
 	}
-	return endpointPolicy(ep.Ordering), nil
+	return endpointPolicy(ep), nil
 }

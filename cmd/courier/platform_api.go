@@ -25,7 +25,7 @@ import (
 func newPlatform(ps platform.Store, svc *courier.Service, log *slog.Logger) (*platform.Service, error) {
 	return platform.New(platform.Config{
 		Store:           ps,
-		MaxPayloadBytes: endpointPolicy(platform.Strict).MaxPayloadBytes,
+		MaxPayloadBytes: defaultEndpointPolicy().MaxPayloadBytes,
 		Logger:          log,
 		Enqueue: func(ctx context.Context, stream, id string, payload []byte) error {
 			_, err := svc.Publish(ctx, stream, id, payload)

@@ -20,6 +20,8 @@ type endpointView struct {
 	EventTypes  []string  `json:"event_types"`
 	Enabled     bool      `json:"enabled"`
 	Ordering    string    `json:"ordering"`
+	RateLimit   int       `json:"rate_limit"`
+	MaxInFlight int       `json:"max_in_flight"`
 	Stream      string    `json:"stream"`
 	Secrets     []string  `json:"secrets,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -28,12 +30,13 @@ type endpointView struct {
 
 func viewEndpoint(e platform.Endpoint) endpointView {
 	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Enabled: e.Enabled, Ordering: string(e.Ordering), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
 // field keeps its value; in a create it takes its default (no
-// description, every event type, one new secret, enabled, strict).
+// description, every event type, one new secret, enabled, strict, no
+// rate limit, the ordering's attempts in flight).
 type endpointIn struct {
 	URL         *string   `json:"url"`
 	Description *string   `json:"description"`
@@ -41,6 +44,8 @@ type endpointIn struct {
 	Secrets     *[]string `json:"secrets"`
 	Enabled     *bool     `json:"enabled"`
 	Ordering    *string   `json:"ordering"`
+	RateLimit   *int      `json:"rate_limit"`
+	MaxInFlight *int      `json:"max_in_flight"`
 }
 
 // apply sets the fields in gives on e.
@@ -63,6 +68,14 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 	}
 	if in.Ordering != nil {
 		e.Ordering = platform.Ordering(*in.Ordering)
+	}
+	if in.RateLimit != nil {
+		e.RateLimit = *in.RateLimit
+	}
+	if in.MaxInFlight != nil {
+		e.MaxInFlight = *in.MaxInFlight
+	} else if in.Ordering != nil && e.Ordering == platform.Strict {
+		e.MaxInFlight = 0 // back to strict: its one in flight
 	}
 }
 
@@ -206,4 +219,16 @@ func (a *api) listEventTypes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, newPage(ts, limit, viewEventType, func(t platform.EventType) string { return t.Name }))
+}
+
+// inFlight is the most attempts in flight of e's stream, as its policy
+// has it (endpointPolicy): a MaxInFlight of 0 shows the ordering's.
+func inFlight(e platform.Endpoint) int {
+	switch {
+	case e.Ordering == platform.Strict:
+		return 1
+	case e.MaxInFlight > 0:
+		return e.MaxInFlight
+	}
+	return platform.DefaultMaxInFlight
 }

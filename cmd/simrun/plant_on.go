@@ -21,7 +21,7 @@ func plantedResults() (string, error) {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("%s", plantedHeading)
 	p("Each bug is switched into the machine, the runtime, the store, the recovery path, the HTTP channel, the receiver kit or a fake (`internal/plant`; never reachable from the public API, and compiled only into a build with `-tags plant`), ")
-	p("then swarm seeds run from 1 until the expected invariant flags one (at most %d). ", scenarios.CatchBound)
+	p("then swarm seeds run from 1 until the expected invariant flags one (at most %d; for %s, which needs a rate limit the swarm never draws, the rate-limited scenario's seeds). ", scenarios.CatchBound, plant.RateResetOnProbe)
 	p("Try one in a deliberately broken build: `go run -tags plant -ldflags=-X=github.com/courierlab/courier/internal/plant.build=NAME ./cmd/simrun sweep -seeds 50`.\n\n")
 	p("| planted bug | expected invariant | caught at seed | invariants violated in that run |\n|---|---|--:|---|\n")
 	for _, bug := range plant.All() {

@@ -44,6 +44,7 @@ func endpointsCRUD(e *env) {
 	up := want
 	up.URL, up.Description, up.EventTypes = "http://example.org/v2?x=1", "", []string{}
 	up.Secrets, up.Enabled, up.Ordering = []string{webhook.NewSecret(), secret}, false, platform.Independent
+	up.RateLimit, up.MaxInFlight = 25, 3
 	up.CreatedAt = time.Unix(1, 0)
 	got, err = e.s.UpdateEndpoint(e.ctx, up)
 	if err != nil {
@@ -93,6 +94,13 @@ func endpointsBadArguments(e *env) {
 		{"no-secret", func(p *platform.Endpoint) { p.Secrets = nil }, "secrets"},
 		{"bad-secret", func(p *platform.Endpoint) { p.Secrets = []string{secret, "hunter2"} }, "secrets[1]"},
 		{"ordering", func(p *platform.Endpoint) { p.Ordering = "fifo" }, "ordering"},
+		{"negative-rate", func(p *platform.Endpoint) { p.RateLimit = -1 }, "rate_limit"},
+		{"rate-over-bound", func(p *platform.Endpoint) { p.RateLimit = platform.MaxRateLimit + 1 }, "rate_limit"},
+		{"negative-in-flight", func(p *platform.Endpoint) { p.MaxInFlight = -1 }, "max_in_flight"},
+		{"in-flight-over-bound", func(p *platform.Endpoint) {
+			p.Ordering, p.MaxInFlight = platform.Independent, platform.MaxMaxInFlight+1
+		}, "max_in_flight"},
+		{"strict-in-flight", func(p *platform.Endpoint) { p.Ordering, p.MaxInFlight = platform.Strict, 2 }, "max_in_flight"},
 		{"bad-id", func(p *platform.Endpoint) { p.ID = "ep_x" }, "id"},
 		{"bad-app", func(p *platform.Endpoint) { p.AppID = "x" }, "app_id"},
 	} {

@@ -8,13 +8,13 @@ import (
 	"github.com/courierlab/courier/platform"
 )
 
-const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, created_at, updated_at`
+const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight, created_at, updated_at`
 
 func scanEndpoint(r Row) (platform.Endpoint, error) {
 	var e platform.Endpoint
 	var types, secrets, ordering string
-	var enabled, created, updated int64
-	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &created, &updated); err != nil {
+	var enabled, rate, flight, created, updated int64
+	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight, &created, &updated); err != nil {
 		return platform.Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &e.EventTypes); err != nil {
@@ -26,13 +26,13 @@ func scanEndpoint(r Row) (platform.Endpoint, error) {
 	if e.EventTypes == nil {
 		e.EventTypes = []string{}
 	}
-	e.Enabled, e.Ordering = enabled != 0, platform.Ordering(ordering)
+	e.Enabled, e.Ordering, e.RateLimit, e.MaxInFlight = enabled != 0, platform.Ordering(ordering), int(rate), int(flight)
 	e.CreatedAt, e.UpdatedAt = instant(created), instant(updated)
 	return e, nil
 }
 
 // endpointArgs are e's mutable columns, in endpointColumns' order from
-// url to ordering.
+// url to max_in_flight.
 func endpointArgs(e platform.Endpoint) []any {
 	types, _ := json.Marshal(append([]string{}, e.EventTypes...)) // strings always marshal
 	secrets, _ := json.Marshal(e.Secrets)
@@ -40,7 +40,7 @@ func endpointArgs(e platform.Endpoint) []any {
 	if e.Enabled {
 		enabled = 1
 	}
-	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering)}
+	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight)}
 }
 
 // checkTypes checks that every type of a filter exists.
@@ -80,7 +80,7 @@ func (c *Core) CreateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append([]any{e.ID, e.AppID}, endpointArgs(e)...)
 		if _, err := tx.Exec(ctx, `INSERT INTO platform_endpoints (`+endpointColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`, append(args, now)...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`, append(args, now)...); err != nil {
 			return err
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
@@ -167,7 +167,7 @@ func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append(endpointArgs(e), now, e.ID, e.AppID)
 		n, err := tx.Exec(ctx, `UPDATE platform_endpoints SET url = $1, description = $2, event_types = $3, secrets = $4,
-			enabled = $5, ordering = $6, updated_at = $7 WHERE id = $8 AND app_id = $9`, args...)
+			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, updated_at = $9 WHERE id = $10 AND app_id = $11`, args...)
 		if err != nil {
 			return err
 		}
