@@ -53,3 +53,10 @@ func sortByCatalogue(names []string) []string {
 	slices.SortFunc(names, func(a, b string) int { return slices.Index(order, a) - slices.Index(order, b) })
 	return names
 }
+
+// catchWorlds are the worlds in which CatchBug hunts a planted bug that
+// no swarm world reaches (the swarm draws no rate limit, so that its
+// traces stay what they were): a scenario's, seed by seed.
+var catchWorlds = map[plant.Bug]func(seed uint64) sim.World{
+	plant.RateResetOnProbe: rateLimited().World,
+}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/sim"
@@ -65,11 +64,4 @@ func mostStartsPer(run invariants.Run, per time.Duration) int {
 		most = max(most, hi-lo+1)
 	}
 	return most
-}
-
-// catchWorlds are the worlds in which CatchBug hunts a planted bug that
-// no swarm world reaches (the swarm draws no rate limit, so that its
-// traces stay what they were): a scenario's, seed by seed.
-var catchWorlds = map[plant.Bug]func(seed uint64) sim.World{
-	plant.RateResetOnProbe: rateLimited().World,
 }
