@@ -290,15 +290,15 @@ func killFanOut(t *testing.T, bin, cfg string, n int) {
 	// No key was accepted as two messages: every answer for a key named
 	// one message, and the application holds one message per key.
 	want := map[string]bool{} // every delivery's webhook-id
-	for key, ids := range prod.acks {
-		if slices.ContainsFunc(ids, func(id string) bool { return id != ids[0] }) {
-			fail("key %s was acknowledged as messages %v; want one", key, ids)
+	for key, msgs := range prod.acks {
+		if slices.ContainsFunc(msgs, func(id string) bool { return id != msgs[0] }) {
+			fail("key %s was acknowledged as messages %v; want one", key, msgs)
 		}
-		if got := prod.fanouts[ids[0]]; !slices.Equal(got, subscribed) {
-			fail("message %s (key %s) fans out to %v; want the subscribed endpoints %v", ids[0], key, got, subscribed)
+		if got := prod.fanouts[msgs[0]]; !slices.Equal(got, subscribed) {
+			fail("message %s (key %s) fans out to %v; want the subscribed endpoints %v", msgs[0], key, got, subscribed)
 		}
 		for _, ep := range subscribed {
-			want[ids[0]+"."+ep] = true
+			want[msgs[0]+"."+ep] = true
 		}
 	}
 	if len(prod.acks) != messages {
@@ -318,10 +318,10 @@ func killFanOut(t *testing.T, bin, cfg string, n int) {
 		}
 		cursor = next
 	}
-	for key, ids := range stored {
-		if acked := prod.acks[key]; len(ids) != 1 || len(acked) == 0 || ids[0] != acked[0] {
+	for key, msgs := range stored {
+		if acked := prod.acks[key]; len(msgs) != 1 || len(acked) == 0 || msgs[0] != acked[0] {
 			fail("the application holds %d messages under key %q (%v); want one, the one acknowledged %v",
-				len(ids), key, ids[:min(len(ids), 3)], acked)
+				len(msgs), key, msgs[:min(len(msgs), 3)], acked)
 		}
 	}
 	if len(stored) != messages {
