@@ -682,14 +682,7 @@ func TestClockSteppedBackIsHeldAtTheLatestReading(t *testing.T) {
 // keep their attempts for the next owner.
 func TestPauseSeenAtRenewal(t *testing.T) {
 	paused := false
-	e := newEnv(t, func(c *worker.Config) {
-		c.Policy = func(string) (machine.Config, error) {
-			if paused {
-				return machine.Config{}, errors.New("paused by an operator")
-			}
-			return policy(), nil
-		}
-	})
+	e := newPausableEnv(t, &paused)
 	e.enqueue("s", "e1")
 	e.enqueue("s", "e2")
 	x := oneSend(t, e.advance(), "e1", 1)
@@ -722,14 +715,7 @@ func TestPauseSeenAtRenewal(t *testing.T) {
 // AttemptTimeout after it saw the pause, not never.
 func TestPausedOwnerReleasesWithoutReply(t *testing.T) {
 	paused := false
-	e := newEnv(t, func(c *worker.Config) {
-		c.Policy = func(string) (machine.Config, error) {
-			if paused {
-				return machine.Config{}, errors.New("paused by an operator")
-			}
-			return policy(), nil
-		}
-	})
+	e := newPausableEnv(t, &paused)
 	e.enqueue("s", "e1")
 	oneSend(t, e.advance(), "e1", 1)
 	paused = true
@@ -746,4 +732,17 @@ func TestPausedOwnerReleasesWithoutReply(t *testing.T) {
 	if got := e.now().Sub(saw); got != policy().AttemptTimeout {
 		t.Fatalf("released %v after it saw the pause, want the AttemptTimeout %v", got, policy().AttemptTimeout)
 	}
+}
+
+// newPausableEnv is an env whose Policy refuses every stream while
+// *paused, as a paused stream's policy does.
+func newPausableEnv(t *testing.T, paused *bool) *env {
+	return newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			if *paused {
+				return machine.Config{}, errors.New("paused by an operator")
+			}
+			return policy(), nil
+		}
+	})
 }

@@ -177,18 +177,26 @@ func (c *Core) Unfinished(ctx context.Context, after string, limit int) ([]platf
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			m, ok, err := c.loadMessage(ctx, tx, "", id)
-			if err != nil {
-				return err
-			}
-			if ok {
-				out = append(out, m)
-			}
-		}
-		return nil
+		out, err = c.loadMessages(ctx, tx, "", ids)
+		return err
 	})
 	return out, err
+}
+
+// loadMessages loads the messages ids of app ("": any application), in
+// that order, leaving out those that are gone.
+func (c *Core) loadMessages(ctx context.Context, tx Tx, app string, ids []string) ([]platform.Message, error) {
+	out := []platform.Message{}
+	for _, id := range ids {
+		m, ok, err := c.loadMessage(ctx, tx, app, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 func (c *Core) ListMessages(ctx context.Context, app string, f platform.MessageFilter, after string, limit int) ([]platform.Message, error) {
@@ -210,16 +218,8 @@ func (c *Core) ListMessages(ctx context.Context, app string, f platform.MessageF
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			m, ok, err := c.loadMessage(ctx, tx, app, id)
-			if err != nil {
-				return err
-			}
-			if ok {
-				out = append(out, m)
-			}
-		}
-		return nil
+		out, err = c.loadMessages(ctx, tx, app, ids)
+		return err
 	})
 	return out, err
 }
