@@ -103,8 +103,8 @@ shutdown_timeout = "2s"
 // a producer that keeps its idempotency key across retries does.
 type fanProducer struct {
 	app   string
+	bases baseSet
 	mu    sync.Mutex
-	bases []string
 	// acks holds every acknowledging answer's message ID, by key: one
 	// per key unless a key was accepted as two messages.
 	acks map[string][]string
@@ -115,12 +115,6 @@ type fanProducer struct {
 	replays int
 	// retries counts publishes sent again after an error or a 5xx.
 	retries int
-}
-
-func (p *fanProducer) setBases(b ...string) {
-	p.mu.Lock()
-	p.bases = b
-	p.mu.Unlock()
 }
 
 func (p *fanProducer) ackedCount() int {
@@ -159,40 +153,40 @@ func publishMessage(base, app, key string) (msg map[string]any, status int, err 
 
 func (p *fanProducer) run(ctx context.Context, t *testing.T, keys []string) {
 	for i, key := range keys {
-		for try := 0; ; try++ {
-			if ctx.Err() != nil {
-				return
-			}
-			p.mu.Lock()
-			base := p.bases[(i+try)%len(p.bases)]
-			p.mu.Unlock()
-			msg, status, err := publishMessage(base, p.app, key)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if msg == nil {
+		var msg map[string]any
+		var status int
+		ok := p.bases.retry(ctx, t, i, func(base string) (bool, error) {
+			var err error
+			msg, status, err = publishMessage(base, p.app, key)
+			if err == nil && msg == nil {
 				p.mu.Lock()
 				p.retries++
 				p.mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
-				continue
 			}
-			id, _ := msg["id"].(string)
-			var eps []string
-			for ep := range deliveries(t, msg) {
-				eps = append(eps, ep)
-			}
-			slices.Sort(eps)
-			p.mu.Lock()
-			p.acks[key] = append(p.acks[key], id)
-			p.fanouts[id] = eps
-			if status == 200 {
-				p.replays++
-			}
-			p.mu.Unlock()
-			break
+			return msg != nil, err
+		})
+		if !ok {
+			return
 		}
+		p.acknowledged(t, key, msg, status)
+	}
+}
+
+// acknowledged notes the message an answer acknowledged for key, and
+// the endpoints it fans out to.
+func (p *fanProducer) acknowledged(t *testing.T, key string, msg map[string]any, status int) {
+	id, _ := msg["id"].(string)
+	var eps []string
+	for ep := range deliveries(t, msg) {
+		eps = append(eps, ep)
+	}
+	slices.Sort(eps)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.acks[key] = append(p.acks[key], id)
+	p.fanouts[id] = eps
+	if status == 200 {
+		p.replays++
 	}
 }
 
@@ -245,7 +239,7 @@ func killFanOut(t *testing.T, bin, cfg string, n int) {
 	filtered := endpoint("/users", `,"event_types":["user.created"]`)
 
 	prod := &fanProducer{app: app, acks: map[string][]string{}, fanouts: map[string][]string{}}
-	prod.setBases(bases...)
+	prod.bases.set(bases...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Two producers at once, each with its own keys, so that publishes
@@ -270,7 +264,7 @@ func killFanOut(t *testing.T, bin, cfg string, n int) {
 		t.Logf("SIGKILL %d of pid %d after %d acknowledged", k+1, procs[i].cmd.Process.Pid, prod.ackedCount())
 		procs[i] = startProc(t, bin, cfg)
 		bases[i] = procs[i].base
-		prod.setBases(bases...)
+		prod.bases.set(bases...)
 	}
 	await(t, "the producers", done, testLimit)
 	produced := time.Now()

@@ -158,42 +158,60 @@ max_attempts = 50
 	return cfg
 }
 
+// baseSet is the courier serve processes a producer may call, by base
+// URL, changed as processes are killed and restarted.
+type baseSet struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (b *baseSet) set(bases ...string) {
+	b.mu.Lock()
+	b.list = bases
+	b.mu.Unlock()
+}
+
+// retry calls send for the n-th item of a producer, through a different
+// process on each try, until it reports the item acknowledged, waiting
+// 20ms between tries. It reports false if ctx ended or send failed (the
+// error is the test's).
+func (b *baseSet) retry(ctx context.Context, t *testing.T, n int, send func(base string) (bool, error)) bool {
+	for try := 0; ; try++ {
+		if ctx.Err() != nil {
+			return false
+		}
+		b.mu.Lock()
+		base := b.list[(n+try)%len(b.list)]
+		b.mu.Unlock()
+		done, err := send(base)
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		if done {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // producer publishes ids in order through whichever process answers,
 // retrying an ID until it is acknowledged.
 type producer struct {
+	bases baseSet
 	mu    sync.Mutex
-	bases []string
 	acked []string
-}
-
-func (p *producer) setBases(b ...string) {
-	p.mu.Lock()
-	p.bases = b
-	p.mu.Unlock()
 }
 
 func (p *producer) run(ctx context.Context, t *testing.T, ids []string) {
 	for i, id := range ids {
-		for try := 0; ; try++ {
-			if ctx.Err() != nil {
-				return
-			}
-			p.mu.Lock()
-			base := p.bases[(i+try)%len(p.bases)]
-			p.mu.Unlock()
-			ok, err := publish(base, id)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if ok {
-				p.mu.Lock()
-				p.acked = append(p.acked, id)
-				p.mu.Unlock()
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		ok := p.bases.retry(ctx, t, i, func(base string) (bool, error) { return publish(base, id) })
+		if !ok {
+			return
 		}
+		p.mu.Lock()
+		p.acked = append(p.acked, id)
+		p.mu.Unlock()
 	}
 }
 
@@ -272,7 +290,7 @@ func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	logs := filepath.Join(t.TempDir(), "observed.jsonl")
 	p1 := startProc(t, bin, cfg, "-record", logs)
 	prod := &producer{}
-	prod.setBases(p1.base)
+	prod.bases.set(p1.base)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	all := ids(300)
@@ -285,7 +303,7 @@ func TestProcessSIGKILLMidFlowLosesNothingAppliesNothingTwice(t *testing.T) {
 	catchUp(t, logs, []string{logs}, sqliteAt(dbPath), all)
 	healed := time.Now()
 	p2 := startProc(t, bin, cfg, "-record", logs)
-	prod.setBases(p2.base)
+	prod.bases.set(p2.base)
 	await(t, "the producer", done, testLimit)
 	checkOnce(t, s, prod.acked, requests)
 	// Applied is not settled: an event the killed process delivered, but
@@ -504,7 +522,7 @@ postgres_schema = "`+schema+`"`)
 	a := startProc(t, bin, cfg, "-record", logA)
 	b := startProc(t, bin, cfg, "-record", logB)
 	prod := &producer{}
-	prod.setBases(a.base, b.base)
+	prod.bases.set(a.base, b.base)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	all := ids(300)
@@ -520,7 +538,7 @@ postgres_schema = "`+schema+`"`)
 	signalProc(t, b, syscall.SIGSTOP)
 	catchUp(t, logA, []string{logA, logB}, postgresAt(dsn, schema), all)
 	signalProc(t, b, syscall.SIGCONT)
-	prod.setBases(b.base)
+	prod.bases.set(b.base)
 	await(t, "the producer", done, testLimit)
 	checkOnce(t, s, prod.acked, requests)
 	waitSettled(t, b.base, prod.acked)
