@@ -43,9 +43,14 @@
 // An endpoint created after a message was published does not receive it.
 // Sending older messages to a new endpoint on request (Svix's "replay
 // missing") is not built yet. Replaying an endpoint's dead letters in
-// bulk (Svix's "recover") is not this package's: its deliveries are
-// events of the delivery store, and courier serve replays them there
-// (POST /v1/apps/{app}/endpoints/{endpoint}/replay).
+// bulk (Svix's "recover") replays events of the delivery store, a page at
+// a time (ReplayDeadPage, choosing by Chosen): courier serve runs it as a
+// job (POST /v1/apps/{app}/endpoints/{endpoint}/replay), the simulator's
+// operator as an action.
+//
+// StreamPolicy is the Policy of an endpoint's stream, as courier serve's
+// workers and the simulator's ask it: the endpoint's ordering and rate
+// limit (EndpointPolicy), ErrDisabled while it is disabled.
 //
 // # Rate limit and attempts in flight
 //

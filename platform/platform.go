@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/courierlab/courier/internal/plant"
 )
 
 // Application is a tenant: the owner of endpoints and the target of
@@ -61,7 +63,7 @@ type Endpoint struct {
 // Wants reports whether the endpoint receives a message of eventType
 // (enabled, and its filter empty or naming the type).
 func (e Endpoint) Wants(eventType string) bool {
-	return e.Enabled && (len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, eventType))
+	return e.Enabled && (len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, eventType) || plant.On(plant.FilterIgnored))
 }
 
 // EventType is a kind of message an endpoint may filter on.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/courierlab/courier/internal/plant"
 )
 
 // Enqueuer puts one delivery in the delivery store: stream is the
@@ -33,6 +35,9 @@ type Config struct {
 	RedriveEvery time.Duration
 	// Now is the clock for new IDs; nil means time.Now.
 	Now func() time.Time
+	// NewID makes the ID of each new message; nil means NewID. A
+	// simulation gives its own, so that one seed decides every ID.
+	NewID func(kind string, t time.Time) string
 	// Logger receives the re-drive's failures; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -65,6 +70,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = NewID
+	}
 	return &Service{cfg: cfg}, nil
 }
 
@@ -86,7 +94,7 @@ func (s *Service) Publish(ctx context.Context, app, eventType, key string, paylo
 	if len(payload) > s.cfg.MaxPayloadBytes {
 		return Message{}, false, fieldErr("payload", "is %d bytes; at most %d", len(payload), s.cfg.MaxPayloadBytes)
 	}
-	in := Message{ID: NewID(MessageKind, s.cfg.Now()), AppID: app, EventType: eventType, IdempotencyKey: key, Payload: payload}
+	in := Message{ID: s.cfg.NewID(MessageKind, s.cfg.Now()), AppID: app, EventType: eventType, IdempotencyKey: key, Payload: payload}
 	if err := CheckMessage(in); err != nil {
 		if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field == "app_id" {
 			return Message{}, false, fmt.Errorf("%w: application %q", ErrNotFound, clip(app))
@@ -119,6 +127,12 @@ func (s *Service) drive(ctx context.Context, m Message) (Message, error) {
 			continue
 		}
 		state, detail := Enqueued, ""
+		if plant.On(plant.FanoutMarksUnsent) {
+			if err := s.markFirst(ctx, m, f); err != nil {
+				first = cmp.Or(first, err)
+				continue
+			}
+		}
 		if err := s.cfg.Enqueue(ctx, f.Stream, f.DeliveryID, m.Payload); errors.Is(err, ErrRefused) {
 			state, detail = Refused, err.Error()
 		} else if err != nil {
@@ -132,6 +146,15 @@ func (s *Service) drive(ctx context.Context, m Message) (Message, error) {
 		m.Fanout[i].State, m.Fanout[i].Detail = state, detail
 	}
 	return m, first
+}
+
+// markFirst is the planted FanoutMarksUnsent: it marks f enqueued before
+// the enqueue, so a crash between the two loses the delivery.
+func (s *Service) markFirst(ctx context.Context, m Message, f Fanout) error {
+	if err := s.cfg.Store.SetFanout(ctx, m.ID, f.EndpointID, Enqueued, ""); err != nil {
+		return fmt.Errorf("marking %s %v: %w", f.DeliveryID, Enqueued, err)
+	}
+	return nil
 }
 
 // redrivePage is how many unfinished messages Redrive reads at once.

@@ -40,17 +40,17 @@ type builtChannel struct {
 
 // endpointPolicy is the delivery policy of an endpoint's stream:
 // machine.DefaultConfig with the endpoint's ordering, attempts in flight
-// (Window) and rate limit (RateLimit attempt starts per second). Its
-// payload bound is the platform's (platform.Config.MaxPayloadBytes).
+// and rate limit (platform.EndpointPolicy). Its payload bound is the
+// platform's (platform.Config.MaxPayloadBytes).
 func endpointPolicy(ep platform.Endpoint) machine.Config {
+	return platform.EndpointPolicy(basePolicy(), ep)
+}
+
+// basePolicy is machine.DefaultConfig with a fresh seed: what every
+// endpoint's policy starts from.
+func basePolicy() machine.Config {
 	p := machine.DefaultConfig()
 	p.Seed = randomSeed()
-	if ep.Ordering == platform.Independent {
-		p.Ordering, p.Window = machine.Independent, inFlight(ep)
-	}
-	if ep.RateLimit > 0 {
-		p.RateLimit, p.RatePer = ep.RateLimit, time.Second
-	}
 	return p
 }
 
@@ -159,21 +159,18 @@ func (e *endpointChannels) Close() {
 	}
 }
 
-// policy is the endpoint's stream's delivery policy: courier.ErrPaused
-// while the endpoint is disabled (the worker gives the stream back; its
-// deliveries wait), the default policy for an endpoint deleted (its
-// deliveries are then refused at send and kept as dead letters).
+// policy is the endpoint's stream's delivery policy
+// (platform.StreamPolicy, which the simulator's workers ask too):
+// courier.ErrPaused while the endpoint is disabled (the worker gives the
+// stream back; its deliveries wait), the default policy for an endpoint
+// deleted (its deliveries are then refused at send and kept as dead
+// letters).
 func (e *endpointChannels) policy(stream string) (machine.Config, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ep, err := e.plat.GetEndpoint(ctx, stream)
-	switch {
-	case errors.Is(err, platform.ErrNotFound):
-		return defaultEndpointPolicy(), nil
-	case err != nil:
-		return machine.Config{}, fmt.Errorf("reading endpoint %q: %w", stream, err)
-	case !ep.Enabled:
-		return machine.Config{}, fmt.Errorf("%w: endpoint %q is disabled", courier.ErrPaused, stream)
+	p, err := platform.StreamPolicy(ctx, e.plat, basePolicy(), stream)
+	if errors.Is(err, platform.ErrDisabled) {
+		return machine.Config{}, fmt.Errorf("%w: %w", courier.ErrPaused, err)
 	}
-	return endpointPolicy(ep), nil
+	return p, err
 }

@@ -197,28 +197,28 @@ func (rp *replays) stop() {
 }
 
 // run pages through the stream's dead letters in Seq order and replays
-// the chosen ones, a page at a time. A replayed event that dies again
-// has the same Seq, behind the job, so a job ends.
+// the chosen ones a page at a time (platform.ReplayDeadPage, which the
+// simulator's operator runs too), waiting between pages for the page's
+// last replayed event to settle.
 func (rp *replays) run(j *replayJob) {
 	stream := platform.StreamOf(j.EndpointID)
 	by := "replay " + j.ID
 	var after uint64
 	state, errText := "done", ""
 	for {
-		recs, err := rp.st.DeadLetters(rp.ctx, stream, after, rp.page)
+		page, err := platform.ReplayDeadPage(rp.ctx, rp.st, stream, j.Since, after, rp.page, by)
 		if err != nil {
-			state, errText = "failed", "listing dead letters: "+err.Error()
+			state, errText = "failed", err.Error()
+			break
+		}
+		after = page.Next
+		rp.count(j, page)
+		if rp.ctx.Err() != nil || page.Last {
 			break
 		}
 		last := ""
-		for _, rec := range recs {
-			after = rec.Seq
-			if chosen(rec, j.Since) && rp.replayOne(j, rec.ID, by) {
-				last = rec.ID
-			}
-		}
-		if rp.ctx.Err() != nil || len(recs) < rp.page {
-			break
+		if n := len(page.Replayed); n > 0 {
+			last = page.Replayed[n-1].ID
 		}
 		rp.settle(last)
 	}
@@ -230,6 +230,21 @@ func (rp *replays) run(j *replayJob) {
 	rp.log.LogAttrs(context.Background(), slog.LevelInfo, "bulk replay ended", slog.String("job", j.ID), slog.String("endpoint", j.EndpointID),
 		slog.String("state", state), slog.Int("listed", v.Listed), slog.Int("replayed", v.Replayed),
 		slog.Int("skipped", v.Skipped), slog.Int("failed", v.Failed))
+}
+
+// count adds a page's outcome to the job's progress and logs each
+// replay that failed.
+func (rp *replays) count(j *replayJob, page platform.ReplayedPage) {
+	j.update(func(p *replayProgress) {
+		p.Listed += page.Listed
+		p.Replayed += len(page.Replayed)
+		p.Skipped += page.Skipped
+		p.Failed += page.Failed
+	})
+	for _, err := range page.Errors {
+		rp.log.LogAttrs(context.Background(), slog.LevelWarn, "bulk replay: an event was not replayed", slog.String("job", j.ID),
+			slog.Any("err", err))
+	}
 }
 
 // settle waits until event id (none if "") is delivered or dead, or
@@ -249,49 +264,6 @@ func (rp *replays) settle(id string) {
 		case <-t.C:
 		}
 	}
-}
-
-// replayOne replays dead letter id and counts the outcome; it reports
-// whether it was replayed.
-func (rp *replays) replayOne(j *replayJob, id, by string) bool {
-	if rp.ctx.Err() != nil {
-		return false
-	}
-	_, err := rp.st.Replay(rp.ctx, id, by)
-	j.update(func(p *replayProgress) {
-		p.Listed++
-		switch {
-		case err == nil:
-			p.Replayed++
-		case errors.Is(err, store.ErrInvalidWrite), errors.Is(err, store.ErrNotFound):
-			p.Skipped++ // replayed, discarded or deleted since it was listed
-		default:
-			p.Failed++
-		}
-	})
-	if err != nil && !errors.Is(err, store.ErrInvalidWrite) && !errors.Is(err, store.ErrNotFound) {
-		rp.log.LogAttrs(context.Background(), slog.LevelWarn, "bulk replay: an event was not replayed", slog.String("job", j.ID),
-			slog.String("id", id), slog.Any("err", err))
-	}
-	return err == nil
-}
-
-// chosen reports whether a job replays rec: an undiscarded dead letter
-// that died at or after since. The store keeps no death time: a dead
-// letter died at its last attempt (Last, LastAt), or, with none in its
-// budget, after its budget began (BudgetFrom), which is what is compared.
-func chosen(rec store.Record, since time.Time) bool {
-	if !rec.SettledAt.IsZero() {
-		return false // discarded by an operator
-	}
-	if since.IsZero() {
-		return true
-	}
-	died := rec.BudgetFrom()
-	if rec.Last.Attempt > 0 {
-		died = rec.LastAt
-	}
-	return !died.Before(since)
 }
 
 // startReplay answers 202 with the new job, 409 with the running one.

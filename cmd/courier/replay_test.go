@@ -289,33 +289,6 @@ func awaitProgress(t *testing.T, j *replayJob, ok func(replayView) bool) {
 	}
 }
 
-// The since filter compares the last attempt's time, or the budget's
-// start when there was none, and leaves discarded dead letters out.
-func TestReplayChosen(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	attempted := store.Record{Event: store.Event{AcceptedAt: t0}, Last: store.Outcome{Attempt: 1}, LastAt: t0.Add(time.Hour)}
-	never := store.Record{Event: store.Event{AcceptedAt: t0.Add(2 * time.Hour)}}
-	discarded := attempted
-	discarded.SettledAt = t0.Add(3 * time.Hour)
-	for _, c := range []struct {
-		name  string
-		rec   store.Record
-		since time.Time
-		want  bool
-	}{
-		{"no since", attempted, time.Time{}, true},
-		{"died at since", attempted, t0.Add(time.Hour), true},
-		{"died before since", attempted, t0.Add(time.Hour + time.Microsecond), false},
-		{"no attempt: its acceptance", never, t0.Add(2 * time.Hour), true},
-		{"no attempt, accepted before since", never, t0.Add(3 * time.Hour), false},
-		{"discarded", discarded, time.Time{}, false},
-	} {
-		if got := chosen(c.rec, c.since); got != c.want {
-			t.Errorf("%s: chosen = %v; want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func awaitJob(t *testing.T, j *replayJob) replayView {
 	t.Helper()
 	deadline := time.Now().Add(testLimit)

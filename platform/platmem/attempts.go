@@ -1,6 +1,7 @@
 package platmem
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -107,7 +108,9 @@ func (s *Store) DeleteAttemptsBefore(ctx context.Context, t time.Time, limit int
 			old = append(old, a)
 		}
 	}
-	slices.SortFunc(old, func(a, b platform.Attempt) int { return a.At.Compare(b.At) })
+	// Ties by ID: with equal instants, map order must not choose which
+	// attempts a page deletes.
+	slices.SortFunc(old, func(a, b platform.Attempt) int { return cmp.Or(a.At.Compare(b.At), strings.Compare(a.ID, b.ID)) })
 	for _, a := range old[:min(limit, len(old))] {
 		delete(s.attempts, a.ID)
 	}

@@ -1,0 +1,32 @@
+package plant
+
+// The platform catalogue (issue 27, item 7): bugs in the fan-out, the
+// endpoints' policy and the bulk replay (package platform), which the
+// simulator meets in its platform worlds (sim.Platform).
+const (
+	// FanoutMarksUnsent: the fan-out marks a delivery enqueued before it
+	// enqueues it, so a crash in between loses the delivery: the message
+	// is complete and no re-drive comes back to it (platform.Service).
+	FanoutMarksUnsent Bug = "fanout-marks-unsent"
+	// FilterIgnored: an endpoint's event-type filter is ignored, so it
+	// receives every message of its application (platform.Endpoint.Wants).
+	FilterIgnored Bug = "filter-ignored"
+	// DisabledEndpointServed: the endpoints' policy ignores Enabled, so a
+	// disabled endpoint's stream is still taken over and delivered
+	// (platform.StreamPolicy).
+	DisabledEndpointServed Bug = "disabled-endpoint-served"
+	// ReplaySinceIgnored: a bulk replay since an instant replays every
+	// dead letter of the endpoint (platform.ReplayDeadPage).
+	ReplaySinceIgnored Bug = "replay-since-ignored"
+)
+
+func init() {
+	for bug, rule := range map[Bug]string{
+		FanoutMarksUnsent:      "fanout-once",
+		FilterIgnored:          "fanout-only-subscribed",
+		DisabledEndpointServed: "disabled-gets-nothing",
+		ReplaySinceIgnored:     "replay-since",
+	} {
+		Expected[bug] = rule
+	}
+}
