@@ -77,7 +77,8 @@ const (
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept}, PolicyNames...)
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept,
+	FanoutOnce, FanoutOnlySubscribed, DisabledGetsNothing, ReplaySince}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -214,6 +215,7 @@ func (k *Checker) End(final []machine.Record, finished bool) []Violation {
 	p.run.Final, p.run.Finished = final, finished
 	p.final()
 	c.final()
+	c.fan.final(c)
 	out := c.out
 	c.out = nil
 	return out
@@ -270,6 +272,7 @@ func (c *checker) reset(run Run, ids *names) {
 	c.strict.reset()
 	c.newest, c.applied, c.out, c.last = 0, 0, nil, time.Time{}
 	c.pause.reset()
+	c.fan.reset()
 }
 
 type checker struct {
@@ -283,6 +286,7 @@ type checker struct {
 	applied uint64          // highest seq applied (strict)
 	last    time.Time       // when the latest entry was observed
 	pause   pauseState      // the operator's pauses of the stream
+	fan     fanState        // the platform's fan-out and bulk replays (fanout.go)
 	out     []Violation
 }
 
@@ -337,6 +341,7 @@ func (k *Checker) judge(e *Entry) {
 		}
 	}
 	p.retriesDue(e.At, e.Step, c.pause.first)
+	c.fan.observe(c, e)
 	switch e.Kind {
 	case Persisted:
 		k.persisted(e, at)
@@ -580,10 +585,10 @@ func (c *checker) deserved(e *Entry, v *event) {
 func (c *checker) sent(e *Entry, at ref) {
 	v := &c.events[at.ev]
 	p := &c.run.Policy
-	if step, ok := c.pause.heldBy(e.Token); ok {
-		c.fail(PauseHeld, e.ID, e.Step, "attempt %d sent by %s under token %d, granted while the stream was paused (step %d)", e.Attempt, nameOf(e.Worker), e.Token, step)
+	if step, rule, ok := c.pause.heldBy(e.Token); ok {
+		c.fail(rule, e.ID, e.Step, "attempt %d sent by %s under token %d, granted while the stream was paused (step %d)", e.Attempt, nameOf(e.Worker), e.Token, step)
 	} else if late, ok := c.pause.overdue(v.startedAt, c.run.Recheck+c.run.Skew+c.run.Stall); ok && c.run.Recheck > 0 && v.rec.Attempts == e.Attempt {
-		c.fail(PauseHeld, e.ID, e.Step, "attempt %d sent by %s, started %v after the pause of step %d: an owner must stop starting attempts within a renewal (%v, plus skew and stall)", e.Attempt, nameOf(e.Worker), late, c.pause.step, c.run.Recheck)
+		c.fail(c.pause.rule, e.ID, e.Step, "attempt %d sent by %s, started %v after the pause of step %d: an owner must stop starting attempts within a renewal (%v, plus skew and stall)", e.Attempt, nameOf(e.Worker), late, c.pause.step, c.run.Recheck)
 	}
 	if !v.persisted {
 		c.fail(BoundedSends, e.ID, e.Step, "attempt %d sent, but the event was never persisted", e.Attempt)

@@ -85,6 +85,17 @@ const (
 	// store would still honour the lease by more than Run.ClockMargin and
 	// twice Run.Skew (lease-kept).
 	LeaseDropped
+	// Fanned: the platform accepted a message, of which ID is the
+	// delivery to this stream's endpoint (Detail FanSubscribed: the
+	// endpoint wanted it when it was published, so it must get it once in
+	// effect; FanUnsubscribed: it must get nothing). The log's own
+	// reading of the endpoint's filter and state, not the platform's.
+	Fanned
+	// BulkReplay: an operator's bulk replay of the stream's dead letters
+	// (Worker names it, as the Replayed entries it makes do) begins
+	// (Detail BulkBegin) or ends (BulkEnd); Until is its since instant,
+	// zero for every dead letter.
+	BulkReplay
 )
 
 var kindNames = [...]string{
@@ -94,10 +105,11 @@ var kindNames = [...]string{
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
 	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
 	Paused: "paused", Resumed: "resumed", LeaseDropped: "lease-dropped",
+	Fanned: "fanned", BulkReplay: "bulk-replay",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= LeaseDropped {
+	if k >= Acked && k <= BulkReplay {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))

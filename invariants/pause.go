@@ -9,6 +9,7 @@ type pauseState struct {
 	first time.Time // when the first pause began; zero: never paused
 	at    time.Time // when the current pause began
 	step  int       // its step
+	rule  string    // the rule it is judged by: PauseHeld, or DisabledGetsNothing for a disable
 	// grants are the leases granted during the current pause, and held
 	// those of pauses that ended: no send may go out under any of them.
 	grants []pausedGrant
@@ -19,7 +20,8 @@ type pauseState struct {
 type pausedGrant struct {
 	token uint64
 	at    time.Time
-	pause int // the step of the pause
+	pause int    // the step of the pause
+	rule  string // the pause's rule
 }
 
 func (s *pauseState) reset() {
@@ -33,7 +35,10 @@ func (s *pauseState) changed(e *Entry, stall time.Duration) {
 	switch e.Kind {
 	case Paused:
 		if !s.on {
-			s.on, s.at, s.step = true, e.At, e.Step
+			s.on, s.at, s.step, s.rule = true, e.At, e.Step, PauseHeld
+			if e.Detail == PauseDisabled {
+				s.rule = DisabledGetsNothing
+			}
 		}
 		if s.first.IsZero() {
 			s.first = e.At
@@ -51,24 +56,24 @@ func (s *pauseState) changed(e *Entry, stall time.Duration) {
 // granted notes a lease granted while the stream is paused.
 func (s *pauseState) granted(e *Entry) {
 	if s.on {
-		s.grants = append(s.grants, pausedGrant{token: e.Token, at: e.At, pause: s.step})
+		s.grants = append(s.grants, pausedGrant{token: e.Token, at: e.At, pause: s.step, rule: s.rule})
 	}
 }
 
 // heldBy reports whether token was granted during a pause, and that
-// pause's step: a takeover the pause must have stopped.
-func (s *pauseState) heldBy(token uint64) (int, bool) {
+// pause's step and rule: a takeover the pause must have stopped.
+func (s *pauseState) heldBy(token uint64) (int, string, bool) {
 	if token == 0 {
-		return 0, false
+		return 0, "", false
 	}
 	for _, list := range [][]pausedGrant{s.grants, s.held} {
 		for _, g := range list {
 			if g.token == token {
-				return g.pause, true
+				return g.pause, g.rule, true
 			}
 		}
 	}
-	return 0, false
+	return 0, "", false
 }
 
 // overdue reports, while the stream is paused, how long after the pause

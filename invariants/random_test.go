@@ -79,7 +79,42 @@ func randomRun(seed uint64) Run {
 	if rng.IntN(2) == 0 {
 		g.run.Policy.RateLimit, g.run.Policy.RatePer = 1+rng.IntN(3), time.Second
 	}
+	// Drawn last too: a third of the logs become a platform's.
+	if rng.IntN(3) == 0 {
+		platformize(&g.run, rng)
+	}
 	return g.run
+}
+
+// platformize makes run a platform stream's log: each event fanned
+// first, subscribed or not; some pauses are an endpoint's disables; some
+// replays are a bulk replay's, since a drawn instant.
+func platformize(run *Run, rng *rand.Rand) {
+	var out []Entry
+	for i := range 5 {
+		detail := FanSubscribed
+		if rng.IntN(4) == 0 {
+			detail = FanUnsubscribed
+		}
+		out = append(out, Entry{At: epochR, Kind: Fanned, ID: fmt.Sprintf("e%d", i+1), Detail: detail})
+	}
+	for _, e := range run.Entries {
+		switch {
+		case (e.Kind == Paused || e.Kind == Resumed) && rng.IntN(2) == 0:
+			e.Detail = PauseDisabled
+		case e.Kind == Replayed && rng.IntN(2) == 0:
+			since := epochR.Add(time.Duration(rng.Int64N(int64(e.At.Sub(epochR) + 1))))
+			e.Worker = "bulk"
+			out = append(out, Entry{At: e.At, Kind: BulkReplay, Worker: "bulk", Until: since, Detail: BulkBegin}, e,
+				Entry{At: e.At, Kind: BulkReplay, Worker: "bulk", Until: since, Detail: BulkEnd})
+			continue
+		}
+		out = append(out, e)
+	}
+	for i := range out {
+		out[i].Step = i
+	}
+	run.Entries = out
 }
 
 type gen struct {

@@ -1,0 +1,210 @@
+package invariants
+
+import (
+	"time"
+
+	"github.com/courierlab/courier/machine"
+)
+
+// The platform's rules (issue 27): a message published to an application
+// fans out to the endpoints that want it, each delivery an event of the
+// endpoint's own stream. The log says which endpoints wanted each message
+// (Fanned, by the log's own reading of their filters and states) and when
+// an operator replayed an endpoint's dead letters in bulk (BulkReplay).
+const (
+	// FanoutOnce: every delivery of an accepted message to an endpoint
+	// that wanted it (Fanned, FanSubscribed) reaches the endpoint's stream
+	// and ends applied by the receiver, or dead; applied-once holds it to
+	// once.
+	FanoutOnce = "fanout-once"
+	// FanoutOnlySubscribed: a delivery to an endpoint that did not want
+	// the message (FanUnsubscribed) is never accepted into its stream,
+	// sent or applied.
+	FanoutOnlySubscribed = "fanout-only-subscribed"
+	// DisabledGetsNothing: the pause rule, for an endpoint disabled (a
+	// Paused entry with Detail PauseDisabled): nothing is sent under a
+	// lease granted while it is disabled, and the owner the disable found
+	// stops starting attempts within a renewal.
+	DisabledGetsNothing = "disabled-gets-nothing"
+	// ReplaySince: a bulk replay since T replays, once, every undiscarded
+	// dead letter of the stream whose budget began at or after T, and
+	// none that died before T. (One whose budget began before T and that
+	// died after it is left to the store's reading of its last attempt,
+	// which the log does not carry.)
+	ReplaySince = "replay-since"
+)
+
+// Details of the platform's entries.
+const (
+	FanSubscribed   = "subscribed"
+	FanUnsubscribed = "unsubscribed"
+	BulkBegin       = "begin"
+	BulkEnd         = "end"
+	// PauseDisabled is the Detail of a Paused entry that disables an
+	// endpoint, and of its Resumed when it is enabled again.
+	PauseDisabled = "disabled"
+)
+
+// fanState follows the platform's deliveries of one stream: what was
+// fanned to it, what became of each, and the bulk replay in progress.
+type fanState struct {
+	ids  map[string]int // index in list, by delivery ID
+	list []fanDelivery
+	job  bulkJob
+}
+
+// fanDelivery is what fanState knows of one event of the stream.
+type fanDelivery struct {
+	id                 string
+	fanned, subscribed bool
+	step               int // the step of its Fanned
+	flagged            bool
+	applied            int
+	dead, discarded    bool
+	deadAt             time.Time // when it was persisted dead
+	budget             time.Time // when its current budget began
+}
+
+// bulkJob is a bulk replay in progress: by names it, want holds the
+// indexes of the dead letters it must replay, never those it must not,
+// and done those it replayed.
+type bulkJob struct {
+	on          bool
+	by          string
+	since       time.Time
+	step        int
+	want, never []int
+	done        []int
+}
+
+func (f *fanState) reset() {
+	clear(f.ids)
+	f.list, f.job = f.list[:0], bulkJob{}
+}
+
+// of returns the delivery id's state, new if it was never seen.
+func (f *fanState) of(id string) *fanDelivery {
+	if f.ids == nil {
+		f.ids = map[string]int{}
+	}
+	i, ok := f.ids[id]
+	if !ok {
+		i = len(f.list)
+		f.ids[id] = i
+		f.list = append(f.list, fanDelivery{id: id})
+	}
+	return &f.list[i]
+}
+
+// observe follows one entry. Only the entries of a platform run (one with
+// a Fanned entry) are followed, so that other runs pay a map lookup at
+// most.
+func (f *fanState) observe(c *checker, e *Entry) {
+	if len(f.list) == 0 && e.Kind != Fanned {
+		return
+	}
+	switch e.Kind {
+	case Fanned:
+		d := f.of(e.ID)
+		d.fanned, d.subscribed, d.step = true, e.Detail == FanSubscribed, e.Step
+	case Persisted:
+		d := f.of(e.Record.ID)
+		d.dead, d.budget = e.Record.State == machine.Dead, e.Record.AcceptedAt
+		if d.dead {
+			d.deadAt = e.At
+		}
+		f.unwanted(c, d, e, "accepted into the endpoint's stream")
+	case Sent:
+		f.unwanted(c, f.of(e.ID), e, "sent")
+	case Applied:
+		d := f.of(e.ID)
+		d.applied++
+		f.unwanted(c, d, e, "applied")
+	case DeadDiscarded:
+		f.of(e.ID).discarded = true
+	case Replayed:
+		d := f.of(e.ID)
+		d.dead, d.budget = false, e.Record.AcceptedAt
+		f.replayed(c, e)
+	case BulkReplay:
+		f.bulk(c, e)
+	}
+}
+
+// unwanted judges an entry about delivery d: the endpoint did not want it.
+func (f *fanState) unwanted(c *checker, d *fanDelivery, e *Entry, what string) {
+	if d.flagged || !d.fanned || d.subscribed {
+		return
+	}
+	d.flagged = true
+	c.fail(FanoutOnlySubscribed, d.id, e.Step, "%s, but the endpoint did not want the message when it was published (step %d)", what, d.step)
+}
+
+// bulk begins or ends a bulk replay. At its beginning the dead letters it
+// must replay, and those it must not, are set from what the log shows;
+// at its end each it had to replay must have been.
+func (f *fanState) bulk(c *checker, e *Entry) {
+	if e.Detail == BulkBegin {
+		j := &f.job
+		*j = bulkJob{on: true, by: e.Worker, since: e.Until, step: e.Step, want: j.want[:0], never: j.never[:0], done: j.done[:0]}
+		for i, d := range f.list {
+			switch {
+			case !d.dead || d.discarded:
+			case !d.budget.Before(j.since):
+				j.want = append(j.want, i)
+			case d.deadAt.Before(j.since):
+				j.never = append(j.never, i)
+			}
+		}
+		return
+	}
+	j := &f.job
+	if !j.on || j.by != e.Worker {
+		return
+	}
+	for _, i := range j.want {
+		if !contains(j.done, i) {
+			c.fail(ReplaySince, f.list[i].id, e.Step, "a dead letter whose budget began %v after the replay's since was not replayed by %s (begun at step %d)",
+				f.list[i].budget.Sub(j.since), j.by, j.step)
+		}
+	}
+	j.on = false
+}
+
+// replayed judges a replay of the bulk replay in progress.
+func (f *fanState) replayed(c *checker, e *Entry) {
+	j := &f.job
+	if !j.on || e.Worker != j.by {
+		return
+	}
+	i := f.ids[e.ID]
+	switch {
+	case contains(j.done, i):
+		c.fail(ReplaySince, e.ID, e.Step, "replayed twice by %s", j.by)
+	case contains(j.never, i):
+		c.fail(ReplaySince, e.ID, e.Step, "replayed by %s, but it died %v before the replay's since", j.by, j.since.Sub(f.list[i].deadAt))
+	}
+	j.done = append(j.done, i)
+}
+
+// final judges, at the end of a finished run, that each delivery an
+// endpoint wanted was applied, or is dead.
+func (f *fanState) final(c *checker) {
+	if !c.run.Finished {
+		return
+	}
+	for _, d := range f.list {
+		if d.subscribed && d.applied == 0 && !d.dead && !d.discarded {
+			c.fail(FanoutOnce, d.id, -1, "the endpoint wanted the message (step %d), and the delivery was never applied nor dead", d.step)
+		}
+	}
+}
+
+func contains(list []int, i int) bool {
+	for _, x := range list {
+		if x == i {
+			return true
+		}
+	}
+	return false
+}
