@@ -39,12 +39,12 @@ func (s *sim) send(n *node, x worker.Send) {
 	}
 	s.later(n, s.elapsed+c.ClientTimeout, func() { s.answer(f, machine.OutcomeTimedOut, 0, "client timeout") })
 	switch {
-	case s.inWindows(c.Outages):
+	case s.outage(x.Stream):
 		s.note(nil, opOutage, str(x.ID), num(attempt))
 		s.coverSend(x, FaultOutage)
 		s.later(n, s.elapsed+c.LatencyMin, func() { s.failed(f, tripRefused, "connection refused") })
 		return
-	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
+	case s.flapping(x.Stream) && chance(s.rChannel, c.FlapFailRate):
 		s.note(nil, opFlap, str(x.ID), num(attempt))
 		s.coverSend(x, FaultFlap)
 		s.later(n, s.elapsed+s.latency(), func() { s.failed(f, tripFlap, "502 from the flapping link") })
@@ -221,12 +221,12 @@ func (s *sim) probe(n *node, p worker.Probe) {
 	healthy := true
 	delay := 2 * s.latency()
 	switch {
-	case s.inWindows(c.Outages):
+	case s.outage(p.Stream):
 		healthy, delay = plant.On(plant.ProbeHealthyInOutage), c.LatencyMin
-	case s.inWindows(c.Flapping) && chance(s.rChannel, c.FlapFailRate):
+	case s.flapping(p.Stream) && chance(s.rChannel, c.FlapFailRate):
 		healthy = false
 	}
-	if healthy && s.inWindows(c.Outages) {
+	if healthy && s.outage(p.Stream) {
 		// The fake's own fault model: nothing reaches the receiver in an
 		// outage, so no probe can find it healthy.
 		panic(fmt.Sprintf("sim: seed %d: the fake channel broke its fault model [probe-in-outage]: probe %d answered healthy during an outage", s.seed, p.N))

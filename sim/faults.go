@@ -78,7 +78,7 @@ func (c *Coverage) Add(o Coverage) {
 // in it: an event never acknowledged has none, and asking for it would
 // cost the store an error to say so (most first offers ask).
 func (s *sim) cover(f Fault, id string) {
-	if i, ok := eventOf(s.ids, id); ok {
+	if i, ok := s.eventOf(id); ok {
 		s.coverEvent(f, i)
 	}
 }

@@ -179,6 +179,9 @@ func (s *sim) pauseStream(i int, on bool) {
 // policy is the Policy of n's worker: the world's, or errPaused while
 // an operator has the stream paused.
 func (s *sim) policy(n *node, stream string) (machine.Config, error) {
+	if s.plat != nil {
+		return s.platformPolicy(n, stream)
+	}
 	if s.paused[s.streamIndex(stream)] > 0 {
 		s.note(n, opPolicyRefused, str(stream))
 		return machine.Config{}, errPaused

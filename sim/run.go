@@ -114,6 +114,7 @@ type sim struct {
 	store Store   // the store the workers share
 	recv  *receiver
 	http  *httpParts // the real channel and receiver kit (World.HTTP), or nil
+	plat  *platParts // the platform's application (World.Platform), or nil
 
 	nodes  []*node
 	pauses []Pause // pauses not yet begun, by At
@@ -197,7 +198,9 @@ func newSim(w World, seed uint64, opt Options) (*sim, error) {
 	s.store = st
 	s.store.SetUnavailable(func() bool { return s.inWindows(s.cfg.StoreOutages) })
 	s.initStreams()
+	s.initPlatform()
 	s.initNodes()
+	s.platformBounds()
 	if w.HTTP.On {
 		s.http = newHTTP(s)
 	}
@@ -275,7 +278,7 @@ func (s *sim) streamIndex(name string) int {
 // eventIndex is the index in the workload of event id: EventID(i) is
 // event i.
 func (s *sim) eventIndex(id string) int {
-	i, ok := eventOf(s.ids, id)
+	i, ok := s.eventOf(id)
 	if !ok {
 		panic(fmt.Sprintf("sim: %q is not an event of the workload", id))
 	}
@@ -308,8 +311,8 @@ func (s *sim) simulate() error {
 
 	// The workload: offers at drawn instants.
 	at := time.Duration(0)
-	var lastOffer time.Duration
-	for i := range w.Events {
+	lastOffer := s.startPublishes() // a platform world publishes instead
+	for i := range s.offers() {
 		at += between(s.rProducer, 0, 2*w.Interarrival)
 		lastOffer = at
 		s.q.schedule(at, func() { s.offer(i, 1) })

@@ -45,6 +45,10 @@ type World struct {
 	// real receiver kit, in memory (httpworld.go).
 	HTTP HTTP
 
+	// Platform, when it has endpoints, publishes messages through the
+	// platform's fan-out to them (platform.go).
+	Platform Platform
+
 	// FaultsEnd is when every fault stops: the start of the liveness phase.
 	FaultsEnd time.Duration
 	// MaxDuration stops the run if it has not settled by then. Zero: a
@@ -358,6 +362,9 @@ func (w World) Validate() error {
 	if err := w.validateHTTP(); err != nil {
 		return err
 	}
+	if err := w.validatePlatform(); err != nil {
+		return err
+	}
 	if w.Cluster.Workers > 0 && (len(w.Restarts.At) > 0 || w.Restarts.Random > 0 || w.Restarts.CrashAfterPersistRate > 0) {
 		return bad("Restarts", "apply to the single sender; a cluster has Cluster.Crashes and Cluster.Pauses")
 	}
@@ -434,7 +441,7 @@ func (w World) Describe() string {
 		s += " same-payload"
 	}
 
-	s += w.Store.describe() + w.Operator.describe() + w.HTTP.describe()
+	s += w.Store.describe() + w.Operator.describe() + w.HTTP.describe() + w.Platform.describe()
 	if c := w.Cluster; c.Workers > 0 {
 		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
 			c.Workers, c.LeaseTTL, c.Poll, c.Skews, c.Crashes, c.Pauses, c.StoreOutages)

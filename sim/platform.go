@@ -1,0 +1,544 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/platform"
+	"github.com/courierlab/courier/platform/platmem"
+	"github.com/courierlab/courier/store"
+)
+
+// A platform world (World.Platform) publishes messages through the
+// production platform.Service, on platmem, to one application with 2 to
+// 4 endpoints; each endpoint is a stream of its own, with its own
+// event-type filter, outages, flapping and rate limit. The endpoints'
+// streams are delivered by the production worker, whose Policy is
+// platform.StreamPolicy, as in courier serve. Event i of the world is the
+// delivery of message i/E to endpoint i%E (E endpoints): so event i is on
+// stream i mod Streams, as in every world. A publish may crash in the
+// middle of its fan-out; the producer publishes again with the same
+// idempotency key, and Service.Redrive finishes what the crash left. An
+// operator disables and enables endpoints through the platform store, and
+// replays an endpoint's dead letters in bulk through
+// platform.ReplayDeadPage, as courier serve's job does.
+
+// Platform is a platform world's application; off when it has no
+// Endpoints.
+type Platform struct {
+	Endpoints []PlatformEndpoint
+	// EventTypes are the types messages are published with: message m
+	// has EventTypes[m mod len].
+	EventTypes []string
+	// CrashRate: a publish crashes before FaultsEnd with this
+	// probability, at a drawn enqueue of its fan-out, before or after that
+	// enqueue (before its mark); at most MaxCrashes of them. Redrive is
+	// when, after a crash, Service.Redrive runs.
+	CrashRate  float64
+	MaxCrashes int
+	Redrive    time.Duration
+	// Replays are the operator's bulk replays of an endpoint's dead
+	// letters.
+	Replays []BulkReplay
+}
+
+// PlatformEndpoint is one endpoint of a platform world.
+type PlatformEndpoint struct {
+	// EventTypes is the endpoint's filter; empty: every type.
+	EventTypes []string
+	// RateLimit is its attempt starts per second (0: none).
+	RateLimit int
+	// Outages and Flapping are its own channel faults (as Channel's, with
+	// Channel.FlapFailRate).
+	Outages, Flapping []Window
+	// Disables are when the operator has it disabled, [From, To), in
+	// order and apart.
+	Disables []Window
+}
+
+// BulkReplay is an operator's bulk replay of endpoint Endpoint's dead
+// letters at At: those that died since Since, or all of them.
+type BulkReplay struct {
+	Endpoint  int
+	At, Since time.Duration
+	All       bool
+}
+
+func (b BulkReplay) String() string {
+	if b.All {
+		return fmt.Sprintf("ep%d@%v/all", b.Endpoint, b.At)
+	}
+	return fmt.Sprintf("ep%d@%v/since=%v", b.Endpoint, b.At, b.Since)
+}
+
+// On reports whether the world is a platform world.
+func (p Platform) On() bool { return len(p.Endpoints) > 0 }
+
+// validatePlatform checks World.Platform.
+func (w World) validatePlatform() error {
+	p := w.Platform
+	if !p.On() {
+		return nil
+	}
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: Platform.%s %s", ErrInvalidWorld, field, fmt.Sprintf(format, args...))
+	}
+	e := len(p.Endpoints)
+	switch {
+	case e < 1 || e > 8:
+		return bad("Endpoints", "has %d; must have 1..8", e)
+	case w.Streams != e || w.Events%e != 0:
+		return bad("Endpoints", "has %d, so Streams (%d) must be %d and Events (%d) a multiple of it: event i is message i/%d to endpoint i%%%d", e, w.Streams, e, w.Events, e, e)
+	case len(p.EventTypes) == 0:
+		return bad("EventTypes", "is empty")
+	case w.HTTP.On || len(w.Operator.Pauses) > 0 || len(w.Receiver.Poison)+len(w.Receiver.Stubborn) > 0:
+		return bad("Endpoints", "are set: a platform world has no HTTP, stream pauses, poison or stubborn events")
+	case !(p.CrashRate >= 0 && p.CrashRate <= 1) || p.MaxCrashes < 0 || p.Redrive < 0:
+		return bad("CrashRate", "is %v, MaxCrashes %d, Redrive %v: a rate within 0..1, counts and delays not negative", p.CrashRate, p.MaxCrashes, p.Redrive)
+	}
+	for i, ep := range p.Endpoints {
+		for _, t := range ep.EventTypes {
+			if !slices.Contains(p.EventTypes, t) {
+				return bad("Endpoints", "[%d] filters on %q, which is not one of EventTypes", i, t)
+			}
+		}
+		if ep.RateLimit < 0 || ep.RateLimit > platform.MaxRateLimit {
+			return bad("Endpoints", "[%d].RateLimit is %d; must be within 0..%d", i, ep.RateLimit, platform.MaxRateLimit)
+		}
+		var last time.Duration
+		for _, win := range slices.Concat(ep.Outages, ep.Flapping) {
+			if win.To < win.From || win.From < 0 || win.To > w.FaultsEnd {
+				return bad("Endpoints", "[%d]: window %v must be a span that ends by FaultsEnd (%v)", i, win, w.FaultsEnd)
+			}
+		}
+		for _, win := range ep.Disables {
+			if win.From < last || win.To <= win.From || win.To > w.FaultsEnd {
+				return bad("Endpoints", "[%d].Disables: %v must follow the one before and end by FaultsEnd (%v)", i, win, w.FaultsEnd)
+			}
+			last = win.To
+		}
+	}
+	for _, b := range p.Replays {
+		if b.Endpoint < 0 || b.Endpoint >= e || b.At < 0 || b.At > w.FaultsEnd || b.Since < 0 || b.Since > b.At {
+			return bad("Replays", "%v must name an endpoint, come by FaultsEnd (%v), and since no later than it", b, w.FaultsEnd)
+		}
+	}
+	return nil
+}
+
+func (p Platform) describe() string {
+	if !p.On() {
+		return ""
+	}
+	s := fmt.Sprintf(" | platform endpoints=%d types=%v", len(p.Endpoints), p.EventTypes)
+	for i, ep := range p.Endpoints {
+		s += fmt.Sprintf(" ep%d{filter=%v", i, ep.EventTypes)
+		if ep.RateLimit > 0 {
+			s += fmt.Sprintf(" rate=%d/s", ep.RateLimit)
+		}
+		if len(ep.Outages) > 0 {
+			s += fmt.Sprintf(" outages=%v", ep.Outages)
+		}
+		if len(ep.Flapping) > 0 {
+			s += fmt.Sprintf(" flapping=%v", ep.Flapping)
+		}
+		if len(ep.Disables) > 0 {
+			s += fmt.Sprintf(" disabled=%v", ep.Disables)
+		}
+		s += "}"
+	}
+	if p.CrashRate > 0 && p.MaxCrashes > 0 {
+		s += fmt.Sprintf(" publish-crashes<=%d@%.2f redrive=%v", p.MaxCrashes, p.CrashRate, p.Redrive)
+	}
+	if len(p.Replays) > 0 {
+		s += fmt.Sprintf(" bulk-replays=%v", p.Replays)
+	}
+	return s
+}
+
+// platParts is a platform world's running application.
+type platParts struct {
+	st      *platmem.Store
+	svc     *platform.Service
+	r       *rand.Rand // the crashes' draws
+	app     string
+	eps     []string       // endpoint IDs, by index
+	index   map[string]int // event index, by delivery ID
+	enabled []bool         // by endpoint, as the operator set it
+	fanned  []bool         // by message: its fan-out was logged
+
+	publishing int // the message Publish is called for (its ID)
+	// crashAt is the enqueue call (from 1) of the current publish at which
+	// it crashes (0: none), after that enqueue if crashAfter; calls
+	// counts them.
+	crashAt, calls int
+	crashAfter     bool
+	crashes        int
+}
+
+// crashed is the panic of a publish crashing mid fan-out, which publish
+// recovers: a crashed process answers nothing.
+type crashed struct{}
+
+func messageID(m int) string { return fmt.Sprintf("%s_%026d", platform.MessageKind, m) }
+func endpointID(e int) string {
+	return fmt.Sprintf("%s_%026d", platform.EndpointKind, e)
+}
+
+// initPlatform builds a platform world's application, endpoints and
+// service, and names the world's events and streams after its deliveries
+// and endpoints; each stream is judged with its endpoint's policy.
+func (s *sim) initPlatform() {
+	p := s.w.Platform
+	if !p.On() {
+		return
+	}
+	e := len(p.Endpoints)
+	pp := &platParts{st: platmem.New(func() time.Time { return s.now }), r: stream(s.seed, "platform"),
+		app: fmt.Sprintf("%s_%026d", platform.AppKind, 1), index: map[string]int{},
+		enabled: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
+	s.plat = pp
+	must := func(err error) {
+		if err != nil {
+			panic(fmt.Sprintf("sim: seed %d: building the platform: %v", s.seed, err))
+		}
+	}
+	_, err := pp.st.CreateApp(bg, platform.Application{ID: pp.app, Name: "sim"})
+	must(err)
+	for _, t := range p.EventTypes {
+		_, err := pp.st.CreateEventType(bg, platform.EventType{Name: t})
+		must(err)
+	}
+	for i, ep := range p.Endpoints {
+		pp.eps = append(pp.eps, endpointID(i))
+		_, err := pp.st.CreateEndpoint(bg, s.platformEndpoint(i, ep))
+		must(err)
+		pp.enabled[i] = true
+		s.streams[i] = platform.StreamOf(pp.eps[i])
+	}
+	clear(s.streamIdx)
+	for i, name := range s.streams {
+		s.streamIdx[name] = i
+	}
+	for i := range s.ids {
+		s.ids[i] = platform.DeliveryID(messageID(i/e), pp.eps[i%e])
+		pp.index[s.ids[i]] = i
+	}
+	s.recv = newReceiver(s.w.Receiver, s.ids, e)
+	pp.svc, err = platform.New(platform.Config{Store: pp.st, Enqueue: s.platformEnqueue, MaxPayloadBytes: s.w.Policy.MaxPayloadBytes,
+		Now: func() time.Time { return s.now }, NewID: func(string, time.Time) string { return messageID(pp.publishing) }})
+	must(err)
+	for i := range s.runs {
+		r := &s.runs[i]
+		r.Policy = s.endpointPolicy(i)
+		r.LivenessBound = invariants.LivenessBound(r.Policy, s.w.Events, 0, s.w.Channel.LatencyMax)
+	}
+}
+
+// platformEndpoint is endpoint i as the platform store keeps it: the
+// world's ordering and window, its own filter and rate limit.
+func (s *sim) platformEndpoint(i int, ep PlatformEndpoint) platform.Endpoint {
+	e := platform.Endpoint{ID: endpointID(i), AppID: s.plat.app, URL: fmt.Sprintf("https://ep%d.example.com/hook", i),
+		EventTypes: ep.EventTypes, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, Enabled: true,
+		Ordering: platform.Strict, RateLimit: ep.RateLimit}
+	if s.w.Policy.Ordering == machine.Independent {
+		e.Ordering, e.MaxInFlight = platform.Independent, s.w.Policy.Window
+	}
+	return e
+}
+
+// endpointPolicy is endpoint i's stream's policy, as StreamPolicy gives
+// it while the endpoint is enabled.
+func (s *sim) endpointPolicy(i int) machine.Config {
+	return platform.EndpointPolicy(s.w.Policy, s.platformEndpoint(i, s.w.Platform.Endpoints[i]))
+}
+
+// platformBounds adds each endpoint's disables to its stream's slack, as
+// a pause's: nobody can deliver or give an event up meanwhile, and a
+// poll passes before the stream is claimed again.
+func (s *sim) platformBounds() {
+	if s.plat == nil {
+		return
+	}
+	var down time.Duration
+	for _, ep := range s.w.Platform.Endpoints {
+		for _, win := range ep.Disables {
+			down += win.To - win.From + s.cfg.Poll
+		}
+	}
+	for i := range s.runs {
+		s.runs[i].Slack += down
+		s.runs[i].LivenessBound += down
+	}
+}
+
+// eventOf is the index of event id: EventID(i), or a platform world's
+// delivery.
+func (s *sim) eventOf(id string) (int, bool) {
+	if s.plat != nil {
+		i, ok := s.plat.index[id]
+		return i, ok
+	}
+	return eventOf(s.ids, id)
+}
+
+// startPublishes schedules a platform world's publishes, its disables and
+// its bulk replays, and returns the instant of the last publish; 0 in
+// other worlds.
+func (s *sim) startPublishes() time.Duration {
+	if s.plat == nil {
+		return 0
+	}
+	p := s.w.Platform
+	at := time.Duration(0)
+	for m := range s.plat.fanned {
+		at += between(s.rProducer, 0, 2*s.w.Interarrival)
+		s.q.schedule(at, func() { s.publish(m, 1) })
+		if s.w.Producer.SendTwice {
+			again := at + between(s.rProducer, 0, s.w.Producer.TwiceDelay)
+			s.q.schedule(again, func() { s.publish(m, 2) })
+		}
+	}
+	for i, ep := range p.Endpoints {
+		for _, win := range ep.Disables {
+			s.q.schedule(win.From, func() { s.setEnabled(i, false) })
+			s.q.schedule(win.To, func() { s.setEnabled(i, true) })
+		}
+	}
+	for k, b := range p.Replays {
+		s.q.schedule(b.At, func() { s.bulkReplay(k, b) })
+	}
+	return at
+}
+
+// publish is the producer publishing message m (copy counts its
+// publishes) with its idempotency key. The first publish logs which
+// endpoints want it, by the world's own reading of their filters and
+// states. A publish may crash mid fan-out: the producer then hears
+// nothing and publishes again after AckTimeout, and the re-drive runs.
+func (s *sim) publish(m, copy int) {
+	pp, p := s.plat, s.w.Platform
+	typ := p.EventTypes[m%len(p.EventTypes)]
+	if s.firstOffer.IsZero() {
+		s.firstOffer = s.now
+	}
+	s.stats.Offers++
+	s.note(nil, opPlatform, str("publish"), str(fmt.Sprintf("%s %s copy %d", messageID(m), typ, copy)))
+	if !pp.fanned[m] {
+		pp.fanned[m] = true
+		for e, ep := range p.Endpoints {
+			detail := invariants.FanUnsubscribed
+			if pp.enabled[e] && (len(ep.EventTypes) == 0 || slices.Contains(ep.EventTypes, typ)) {
+				detail = invariants.FanSubscribed
+			}
+			s.observeIn(e, invariants.Entry{Kind: invariants.Fanned, ID: s.ids[m*len(p.Endpoints)+e], Detail: detail})
+		}
+	}
+	pp.crashAt, pp.calls = 0, 0
+	if s.faulty() && pp.crashes < p.MaxCrashes && chance(pp.r, p.CrashRate) {
+		pp.crashes++
+		pp.crashAt, pp.crashAfter = 1+pp.r.IntN(len(p.Endpoints)), pp.r.IntN(2) == 0
+	}
+	payload := fmt.Appendf(nil, `{"message":%d}`, m)
+	msg, ok := s.publishCall(m, typ, payload)
+	if !ok {
+		s.note(nil, opPlatform, str("crash"), str(fmt.Sprintf("publish of %s crashed at enqueue %d", messageID(m), pp.crashAt)))
+		s.q.schedule(s.elapsed+s.w.Producer.AckTimeout, func() { s.publish(m, copy+1) })
+		s.q.schedule(s.elapsed+p.Redrive, s.redrive)
+		return
+	}
+	s.note(nil, opPlatform, str("published"), str(fmt.Sprintf("%s complete=%v", msg.ID, msg.Complete())))
+	if !msg.Complete() {
+		s.q.schedule(s.elapsed+p.Redrive, s.redrive)
+	}
+}
+
+// publishCall calls Service.Publish for message m; false if it crashed.
+func (s *sim) publishCall(m int, typ string, payload []byte) (msg platform.Message, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, crash := r.(crashed); !crash {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	s.plat.publishing = m
+	msg, _, err := s.plat.svc.Publish(bg, s.plat.app, typ, fmt.Sprintf("key-%d", m), payload)
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: publish %s: %v", s.seed, messageID(m), err))
+	}
+	return msg, true
+}
+
+// platformEnqueue is the Service's Enqueuer: the delivery store's
+// Enqueue, where a publish may crash.
+func (s *sim) platformEnqueue(_ context.Context, stream, id string, payload []byte) error {
+	pp := s.plat
+	if pp.crashAt > 0 {
+		pp.calls++
+		if pp.calls == pp.crashAt {
+			if pp.crashAfter {
+				_ = s.deliveryEnqueue(stream, id, payload)
+			}
+			panic(crashed{})
+		}
+	}
+	return s.deliveryEnqueue(stream, id, payload)
+}
+
+// deliveryEnqueue enqueues one delivery into the delivery store: it is
+// then accepted, as a producer's acknowledged event is, and node 0's
+// worker is told, as a Service tells its own.
+func (s *sim) deliveryEnqueue(stream, id string, payload []byte) error {
+	i := s.eventIndex(id)
+	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
+	if err != nil {
+		s.note(nil, opEnqueueRefused, str(id))
+		return err
+	}
+	rec := stored.Machine()
+	if created {
+		s.persisted(nil, &rec)
+		s.observe(invariants.Entry{Kind: invariants.Persisted, ID: rec.ID, Worker: "store", Seq: rec.Seq, Record: rec})
+		s.note(nil, opStoreAck, str(rec.ID), unum(rec.Seq))
+	} else {
+		s.note(nil, opStoreAckDuplicate, str(rec.ID), unum(rec.Seq))
+	}
+	if !s.acked[i] {
+		s.acked[i] = true
+		s.observe(invariants.Entry{Kind: invariants.Acked, ID: rec.ID, Seq: rec.Seq})
+	}
+	if n := s.nodes[0]; !n.down && n.w != nil {
+		if created {
+			n.w.Enqueued(stored)
+		} else {
+			n.w.Notify(stream)
+		}
+		s.reschedule(n)
+	}
+	return nil
+}
+
+// redrive runs Service.Redrive, as a restarted courier does.
+func (s *sim) redrive() {
+	s.plat.crashAt = 0
+	n, err := s.plat.svc.Redrive(bg)
+	detail := fmt.Sprintf("%d completed", n)
+	if err != nil {
+		detail += ": " + err.Error()
+	}
+	s.note(nil, opPlatform, str("redrive"), str(detail))
+}
+
+// setEnabled disables or enables endpoint i through the platform store,
+// as the API does; its stream's log gets a Paused or Resumed of the
+// disable, judged by disabled-gets-nothing.
+func (s *sim) setEnabled(i int, on bool) {
+	pp := s.plat
+	ep, err := pp.st.GetEndpoint(bg, pp.eps[i])
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: endpoint %d: %v", s.seed, i, err))
+	}
+	ep.Enabled = on
+	if _, err := pp.st.UpdateEndpoint(bg, ep); err != nil {
+		panic(fmt.Sprintf("sim: seed %d: endpoint %d: %v", s.seed, i, err))
+	}
+	pp.enabled[i] = on
+	kind, what := invariants.Resumed, "enable"
+	if !on {
+		kind, what = invariants.Paused, "disable"
+	}
+	s.coverAll(FaultOperator)
+	s.note(nil, opPlatform, str(what), str(ep.ID))
+	s.observeIn(i, invariants.Entry{Kind: kind, Worker: operatorBy, Detail: invariants.PauseDisabled})
+}
+
+// platformPolicy is the Policy of a platform world's workers: the
+// production platform.StreamPolicy on the platform store.
+func (s *sim) platformPolicy(n *node, stream string) (machine.Config, error) {
+	p, err := platform.StreamPolicy(bg, s.plat.st, s.w.Policy, stream)
+	if err != nil {
+		s.note(n, opPolicyRefused, str(stream))
+	}
+	return p, err
+}
+
+// bulkReplay is the operator's bulk replay k of an endpoint's dead
+// letters, through platform.ReplayDeadPage a page at a time, back to back.
+func (s *sim) bulkReplay(k int, b BulkReplay) {
+	by := fmt.Sprintf("bulk-replay-%d", k+1)
+	var since time.Time
+	if !b.All {
+		since = Epoch.Add(b.Since)
+	}
+	stream := s.streams[b.Endpoint]
+	s.coverAll(FaultOperator)
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: since, Detail: invariants.BulkBegin})
+	var after uint64
+	for {
+		page, err := platform.ReplayDeadPage(bg, s.store, stream, since, after, 100, by)
+		if err != nil {
+			s.note(nil, opOperatorRefused, str("bulk-replay"), str(stream), str(err.Error()))
+			break
+		}
+		for _, rec := range page.Replayed {
+			s.replayed(rec, by)
+		}
+		if page.Last {
+			break
+		}
+		after = page.Next
+	}
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: since, Detail: invariants.BulkEnd})
+}
+
+// replayed logs a replay the store made, by by: its fencing token is its
+// stream's newest grant, and the event has a fresh budget.
+func (s *sim) replayed(rec store.Record, by string) {
+	s.writes++
+	var token uint64
+	if h := rec.History; len(h) > 0 {
+		token = h[len(h)-1].Token
+	}
+	i := s.streamOf(rec.ID)
+	s.newestToken = max(s.newestToken, token)
+	s.granted[i] = max(s.granted[i], token)
+	m := rec.Machine()
+	s.note(nil, opReplay, str(rec.ID), unum(token), record(&m))
+	if s.w.MaxDuration == 0 {
+		s.end = max(s.end, m.AcceptedAt.Sub(Epoch)+s.settleWithin())
+	}
+	s.observeIn(i, invariants.Entry{Kind: invariants.Replayed, ID: rec.ID, Seq: m.Seq, Worker: by, Token: token, Record: m})
+}
+
+// outage reports whether stream's sends are refused now: the world's
+// outages, or its endpoint's.
+func (s *sim) outage(stream string) bool {
+	if s.inWindows(s.w.Channel.Outages) {
+		return true
+	}
+	return s.plat != nil && s.inWindows(s.w.Platform.Endpoints[s.streamIndex(stream)].Outages)
+}
+
+// flapping reports whether stream's link flaps now.
+func (s *sim) flapping(stream string) bool {
+	if s.inWindows(s.w.Channel.Flapping) {
+		return true
+	}
+	return s.plat != nil && s.inWindows(s.w.Platform.Endpoints[s.streamIndex(stream)].Flapping)
+}
+
+// offers is how many events the producer offers one by one: none in a
+// platform world, which publishes messages instead (startPublishes).
+func (s *sim) offers() int {
+	if s.plat != nil {
+		return 0
+	}
+	return s.w.Events
+}

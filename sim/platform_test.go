@@ -1,0 +1,55 @@
+// This file proves a platform world's bounds: Validate refuses one whose
+// streams or events do not match its endpoints, or that mixes in what a
+// platform world has not (HTTP, stream pauses, poison), naming the field.
+package sim_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/sim"
+)
+
+func TestPlatformWorldValidate(t *testing.T) {
+	good := func() sim.World {
+		w := platformTestWorld()
+		return w
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatalf("the good world: %v", err)
+	}
+	for _, c := range []struct {
+		name, field string
+		edit        func(*sim.World)
+	}{
+		{"streams", "Platform.Endpoints", func(w *sim.World) { w.Streams = 3 }},
+		{"events", "Platform.Endpoints", func(w *sim.World) { w.Events = 7 }},
+		{"pauses", "Platform.Endpoints", func(w *sim.World) { w.Operator.Pauses = []sim.StreamPause{{Stream: 0, From: 0, To: time.Second}} }},
+		{"filter", "Platform.Endpoints", func(w *sim.World) { w.Platform.Endpoints[0].EventTypes = []string{"nope"} }},
+		{"disables", "Platform.Endpoints", func(w *sim.World) {
+			w.Platform.Endpoints[0].Disables = []sim.Window{{From: 2 * time.Second, To: 3 * time.Second}, {From: time.Second, To: 4 * time.Second}}
+		}},
+		{"replay", "Platform.Replays", func(w *sim.World) { w.Platform.Replays = []sim.BulkReplay{{Endpoint: 2, At: time.Second}} }},
+	} {
+		w := good()
+		c.edit(&w)
+		err := w.Validate()
+		if !errors.Is(err, sim.ErrInvalidWorld) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: err = %v; want sim.ErrInvalidWorld naming %s", c.name, err, c.field)
+		}
+	}
+}
+
+// platformTestWorld is a small platform world: 4 messages to 2 endpoints.
+func platformTestWorld() sim.World {
+	return sim.World{
+		Policy: machine.DefaultConfig(), Events: 8, Streams: 2, Interarrival: 100 * time.Millisecond,
+		Producer:  sim.Producer{AckTimeout: time.Second},
+		Channel:   sim.Channel{LatencyMin: time.Millisecond, LatencyMax: 10 * time.Millisecond, ClientTimeout: time.Second},
+		FaultsEnd: 5 * time.Second,
+		Platform:  sim.Platform{EventTypes: []string{"a"}, Endpoints: []sim.PlatformEndpoint{{}, {EventTypes: []string{"a"}}}},
+	}
+}
