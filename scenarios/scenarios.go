@@ -302,7 +302,7 @@ func All() []Scenario {
 				return c
 			},
 		},
-	}, append(clusterScenarios(), rateLimited(), longOutage())...)
+	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout())...)
 }
 
 // ClusterBase is Base with three workers sharing one store: 2s leases,
