@@ -65,6 +65,20 @@
 //     retry would keep it. A renewal whose reply was lost (ReplyLost)
 //     does not count: the worker could not know of it.
 //
+// The platform's rules judge a platform's fan-out, from the log's own
+// reading of which endpoints wanted each message (Fanned) and of its
+// bulk replays (BulkReplay); see fanout.go:
+//
+//   - fanout-once: every delivery an endpoint wanted is enqueued in its
+//     stream and ends applied or dead (applied-once holds it to once).
+//   - fanout-only-subscribed: a delivery an endpoint did not want (its
+//     filter, or disabled when the message was published) is never
+//     enqueued, sent or applied.
+//   - disabled-gets-nothing: the pause rule, for an endpoint disabled.
+//   - replay-since: a bulk replay since T replays, once, every undiscarded
+//     dead letter whose budget began at or after T, and none that died
+//     before T.
+//
 // # The policy rules
 //
 // The machine's documented policy (machine/doc.go), judged from the log

@@ -40,6 +40,10 @@ const (
 	FanUnsubscribed = "unsubscribed"
 	BulkBegin       = "begin"
 	BulkEnd         = "end"
+	// BulkFailed ends a bulk replay the store did not let finish (a
+	// listing or a replay refused): what it replayed is judged, what it
+	// left is not; the operator runs it again.
+	BulkFailed = "failed"
 	// PauseDisabled is the Detail of a Paused entry that disables an
 	// endpoint, and of its Resumed when it is enabled again.
 	PauseDisabled = "disabled"
@@ -162,13 +166,21 @@ func (f *fanState) bulk(c *checker, e *Entry) {
 	if !j.on || j.by != e.Worker {
 		return
 	}
-	for _, i := range j.want {
-		if !contains(j.done, i) {
-			c.fail(ReplaySince, f.list[i].id, e.Step, "a dead letter whose budget began %v after the replay's since was not replayed by %s (begun at step %d)",
-				f.list[i].budget.Sub(j.since), j.by, j.step)
-		}
-	}
 	j.on = false
+	if e.Detail == BulkFailed {
+		return // the store stopped it: what it left is the next run's
+	}
+	for _, i := range j.want {
+		if contains(j.done, i) {
+			continue
+		}
+		if j.since.IsZero() {
+			c.fail(ReplaySince, f.list[i].id, e.Step, "a dead letter was not replayed by %s, a replay of every dead letter (begun at step %d)", j.by, j.step)
+			continue
+		}
+		c.fail(ReplaySince, f.list[i].id, e.Step, "a dead letter whose budget began %v after the replay's since was not replayed by %s (begun at step %d)",
+			f.list[i].budget.Sub(j.since), j.by, j.step)
+	}
 }
 
 // replayed judges a replay of the bulk replay in progress.

@@ -93,7 +93,8 @@ const (
 	Fanned
 	// BulkReplay: an operator's bulk replay of the stream's dead letters
 	// (Worker names it, as the Replayed entries it makes do) begins
-	// (Detail BulkBegin) or ends (BulkEnd); Until is its since instant,
+	// (Detail BulkBegin) or ends (BulkEnd, or BulkFailed when the store
+	// stopped it); Until is its since instant,
 	// zero for every dead letter.
 	BulkReplay
 )

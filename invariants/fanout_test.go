@@ -1,0 +1,231 @@
+// The platform's rules (fanout-once, fanout-only-subscribed,
+// disabled-gets-nothing, replay-since) report exactly the broken
+// guarantee for hand-built logs of one endpoint's stream that each break
+// one, and nothing for logs of correct runs.
+package invariants_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
+)
+
+// fan logs that the endpoint wanted id's message (or not).
+func (b *logb) fan(id string, wanted bool) int {
+	d := invariants.FanUnsubscribed
+	if wanted {
+		d = invariants.FanSubscribed
+	}
+	return b.add(invariants.Entry{Kind: invariants.Fanned, ID: id, Detail: d})
+}
+
+// disable logs the endpoint disabled (on) or enabled again.
+func (b *logb) disable(on bool) int {
+	k := invariants.Resumed
+	if on {
+		k = invariants.Paused
+	}
+	return b.add(invariants.Entry{Kind: k, Worker: "operator", Detail: invariants.PauseDisabled})
+}
+
+// bulk logs a bulk replay by "bulk" since since (zero: all) of ids, in
+// order, then its end (end: BulkEnd or BulkFailed).
+func (b *logb) bulk(since time.Duration, end string, ids ...string) (begin int, replays []int) {
+	var t time.Time
+	if since > 0 {
+		t = epoch.Add(since)
+	}
+	begin = b.add(invariants.Entry{Kind: invariants.BulkReplay, Worker: "bulk", Until: t, Detail: invariants.BulkBegin})
+	for _, id := range ids {
+		s := b.replay(id, 0)
+		b.run.Entries[s].Worker = "bulk"
+		replays = append(replays, s)
+	}
+	b.add(invariants.Entry{Kind: invariants.BulkReplay, Worker: "bulk", Until: t, Detail: end})
+	return begin, replays
+}
+
+func TestFanout(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "wanted and delivered, unwanted never enqueued",
+			reason: "the endpoint gets what it wanted once, and nothing else",
+			build: func(b *logb) []found {
+				b.fan("m1", true)
+				b.fan("m2", false)
+				b.accept("m1")
+				b.deliver("m1")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "wanted, dead, is kept",
+			reason: "a delivery that dies is as settled as one applied",
+			build: func(b *logb) []found {
+				b.fan("m1", true)
+				b.accept("m1")
+				b.attempt("m1")
+				b.die("m1", machine.Rejected)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "wanted, never enqueued",
+			reason: "a fan-out that marked a delivery it never enqueued loses it (fanout-marks-unsent)",
+			build: func(b *logb) []found {
+				b.fan("m1", true)
+				b.finish()
+				return []found{{invariants.FanoutOnce, "m1", final}}
+			},
+		},
+		{
+			name:   "wanted, never enqueued, run stopped early",
+			reason: "a run stopped on purpose is not held to what it had left",
+			build: func(b *logb) []found {
+				b.fan("m1", true)
+				b.stop()
+				return nil
+			},
+		},
+		{
+			name:   "unwanted, enqueued and applied",
+			reason: "a filter ignored sends the endpoint what it did not subscribe to (filter-ignored); reported once",
+			build: func(b *logb) []found {
+				b.fan("m1", false)
+				s := b.accept("m1") - 1
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.FanoutOnlySubscribed, "m1", s}}
+			},
+		},
+	})
+}
+
+func TestDisabledGetsNothing(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "takeover after the enable",
+			reason: "a lease granted after the endpoint is enabled again delivers",
+			build: func(b *logb) []found {
+				b.fan("m1", true)
+				b.accept("m1")
+				b.disable(true)
+				b.wait(time.Second)
+				b.disable(false)
+				b.grant(1)
+				b.deliverAs("m1", 1)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "takeover while disabled",
+			reason: "a policy that ignores Enabled lets a worker take the disabled endpoint's stream and deliver (disabled-endpoint-served)",
+			build: func(b *logb) []found {
+				b.fan("m1", true)
+				b.accept("m1")
+				b.disable(true)
+				b.grant(1)
+				s := b.deliverAs("m1", 1)
+				b.disable(false)
+				b.finish()
+				return []found{{invariants.DisabledGetsNothing, "m1", s}}
+			},
+		},
+		{
+			name:   "a stream pause is still the pause rule's",
+			reason: "the rule is the pause's, named by what paused the stream",
+			build: func(b *logb) []found {
+				b.accept("e1")
+				b.pause(true)
+				b.grant(1)
+				s := b.deliverAs("e1", 1)
+				b.pause(false)
+				b.finish()
+				return []found{{invariants.PauseHeld, "e1", s}}
+			},
+		},
+	})
+}
+
+// deadAt makes id a dead letter accepted at from and dead at to.
+func (b *logb) deadAt(id string, from, to time.Duration) {
+	b.now = from
+	b.fan(id, true)
+	b.accept(id)
+	b.attempt(id)
+	b.now = to
+	b.die(id, machine.Rejected)
+}
+
+func TestReplaySince(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "since replays the later dead letters only",
+			reason: "a replay since T takes a dead letter whose budget began after T and leaves one that died before",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", 5*time.Second, 6*time.Second)
+				b.bulk(3*time.Second, invariants.BulkEnd, "m2")
+				b.deliver("m2")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "since ignored",
+			reason: "a replay that ignores since replays a dead letter that died before it (replay-since-ignored)",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", 5*time.Second, 6*time.Second)
+				_, r := b.bulk(3*time.Second, invariants.BulkEnd, "m1", "m2")
+				b.deliver("m1")
+				b.deliver("m2")
+				b.finish()
+				return []found{{invariants.ReplaySince, "m1", r[0]}}
+			},
+		},
+		{
+			name:   "a chosen dead letter left out",
+			reason: "a replay of every dead letter must replay each",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", 2*time.Second, 3*time.Second)
+				b.bulk(0, invariants.BulkEnd, "m2")
+				end := len(b.run.Entries) - 1
+				b.deliver("m2")
+				b.finish()
+				return []found{{invariants.ReplaySince, "m1", end}}
+			},
+		},
+		{
+			name:   "a failed replay is not held to what it left",
+			reason: "the store stopped it; the operator runs it again",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", 2*time.Second, 3*time.Second)
+				b.bulk(0, invariants.BulkFailed, "m2")
+				b.bulk(0, invariants.BulkEnd, "m1")
+				b.deliver("m1")
+				b.deliver("m2")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "a discarded dead letter is not chosen",
+			reason: "an operator discarded it: no replay takes it",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.discardDead("m1")
+				b.bulk(0, invariants.BulkEnd)
+				b.finish()
+				return nil
+			},
+		},
+	})
+}
