@@ -59,9 +59,4 @@ func sortByCatalogue(names []string) []string {
 // traces stay what they were): a scenario's, seed by seed.
 var catchWorlds = map[plant.Bug]func(seed uint64) sim.World{
 	plant.RateResetOnProbe: rateLimited().World,
-	// The platform's bugs, in its scenario's world.
-	plant.FanoutMarksUnsent:      fanoutWorld,
-	plant.FilterIgnored:          fanoutWorld,
-	plant.DisabledEndpointServed: fanoutWorld,
-	plant.ReplaySinceIgnored:     fanoutWorld,
 }

@@ -16,17 +16,19 @@ import (
 // (no world is unsatisfiable by construction), and every fault ends by
 // FaultsEnd so the liveness phase can be judged.
 //
-// The world is drawn in three passes from three streams: the first
+// The world is drawn in four passes from four streams: the first
 // ("swarm") draws what the swarm drew before the store's own faults, the
 // clock steps and the operator existed, the second ("swarm-faults")
 // those, the third ("swarm-http") whether the sends go through the real
-// HTTP channel and receiver kit. A seed's earlier passes are then what
+// HTTP channel and receiver kit, the fourth ("swarm-platform") whether a
+// world without HTTP publishes through the platform's fan-out. A seed's earlier passes are then what
 // they always were, and a seed a later pass gives nothing runs the world
 // it ran before.
 func Swarm(seed uint64) sim.World {
 	w := swarmWorld(seed, swarmStream(seed, "swarm"))
 	drawFaults(swarmStream(seed, "swarm-faults"), &w)
 	drawHTTP(swarmStream(seed, "swarm-http"), &w)
+	drawPlatform(swarmStream(seed, "swarm-platform"), &w)
 	return w
 }
 

@@ -55,6 +55,14 @@
 //     receiver answered, 429/500/503 with Retry-After, a secret rotation).
 //     Options.Store runs the workers on another store than memstore, such
 //     as SQLite (sim/sqlsim).
+//   - The platform: with World.Platform, messages are published through
+//     the production platform.Service on platmem to 2 to 4 endpoints, each
+//     its own stream with its own filter, outages, flapping and rate
+//     limit; the workers' Policy is platform.StreamPolicy. Publishes crash
+//     mid fan-out and are finished by Service.Redrive; the operator
+//     disables and enables endpoints through the platform store and
+//     replays an endpoint's dead letters in bulk through
+//     platform.ReplayDeadPage (platform.go).
 //   - Producer: enqueues each event, resends it (same ID) if no
 //     acknowledgement comes within AckTimeout, optionally sends it twice.
 //     The first node is its host and is notified, as Service.Publish
@@ -97,5 +105,6 @@
 // producer.go the producer's offers and resends;
 // faults.go the worker faults and the coverage matrix; storefaults.go
 // the store calls that fail; operator.go the operator's actions and the
-// clock steps; trace.go the trace lines and their hash.
+// clock steps; platform.go the platform worlds; trace.go the trace lines
+// and their hash.
 package sim

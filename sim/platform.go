@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -21,7 +22,8 @@ import (
 // streams are delivered by the production worker, whose Policy is
 // platform.StreamPolicy, as in courier serve. Event i of the world is the
 // delivery of message i/E to endpoint i%E (E endpoints): so event i is on
-// stream i mod Streams, as in every world. A publish may crash in the
+// stream i mod Streams, as in every world, and a poison or stubborn
+// EventID(i) is that delivery. A publish may crash in the
 // middle of its fan-out; the producer publishes again with the same
 // idempotency key, and Service.Redrive finishes what the crash left. An
 // operator disables and enables endpoints through the platform store, and
@@ -96,8 +98,8 @@ func (w World) validatePlatform() error {
 		return bad("Endpoints", "has %d, so Streams (%d) must be %d and Events (%d) a multiple of it: event i is message i/%d to endpoint i%%%d", e, w.Streams, e, w.Events, e, e)
 	case len(p.EventTypes) == 0:
 		return bad("EventTypes", "is empty")
-	case w.HTTP.On || len(w.Operator.Pauses) > 0 || len(w.Receiver.Poison)+len(w.Receiver.Stubborn) > 0:
-		return bad("Endpoints", "are set: a platform world has no HTTP, stream pauses, poison or stubborn events")
+	case w.HTTP.On || len(w.Operator.Pauses) > 0:
+		return bad("Endpoints", "are set: a platform world has no HTTP and no stream pauses (its endpoints are disabled instead)")
 	case !(p.CrashRate >= 0 && p.CrashRate <= 1) || p.MaxCrashes < 0 || p.Redrive < 0:
 		return bad("CrashRate", "is %v, MaxCrashes %d, Redrive %v: a rate within 0..1, counts and delays not negative", p.CrashRate, p.MaxCrashes, p.Redrive)
 	}
@@ -225,18 +227,20 @@ func (s *sim) initPlatform() {
 	for i, name := range s.streams {
 		s.streamIdx[name] = i
 	}
+	// The receiver shares s.ids: it made event i poison or stubborn by
+	// its EventID, and now knows it by its delivery's ID.
 	for i := range s.ids {
 		s.ids[i] = platform.DeliveryID(messageID(i/e), pp.eps[i%e])
 		pp.index[s.ids[i]] = i
 	}
-	s.recv = newReceiver(s.w.Receiver, s.ids, e)
 	pp.svc, err = platform.New(platform.Config{Store: pp.st, Enqueue: s.platformEnqueue, MaxPayloadBytes: s.w.Policy.MaxPayloadBytes,
-		Now: func() time.Time { return s.now }, NewID: func(string, time.Time) string { return messageID(pp.publishing) }})
+		Now: func() time.Time { return s.now }, NewID: func(string, time.Time) string { return messageID(pp.publishing) },
+		Logger: slog.New(slog.DiscardHandler)})
 	must(err)
 	for i := range s.runs {
 		r := &s.runs[i]
 		r.Policy = s.endpointPolicy(i)
-		r.LivenessBound = invariants.LivenessBound(r.Policy, s.w.Events, 0, s.w.Channel.LatencyMax)
+		r.LivenessBound = invariants.LivenessBound(r.Policy, s.w.Events, len(s.w.Receiver.Poison)+len(s.w.Receiver.Stubborn), s.w.Channel.LatencyMax)
 	}
 }
 
@@ -354,7 +358,7 @@ func (s *sim) publish(m, copy int) {
 	}
 	s.note(nil, opPlatform, str("published"), str(fmt.Sprintf("%s complete=%v", msg.ID, msg.Complete())))
 	if !msg.Complete() {
-		s.q.schedule(s.elapsed+p.Redrive, s.redrive)
+		s.q.schedule(s.elapsed+max(p.Redrive, minRedrive), s.redrive)
 	}
 }
 
@@ -394,9 +398,15 @@ func (s *sim) platformEnqueue(_ context.Context, stream, id string, payload []by
 
 // deliveryEnqueue enqueues one delivery into the delivery store: it is
 // then accepted, as a producer's acknowledged event is, and node 0's
-// worker is told, as a Service tells its own.
+// worker is told, as a Service tells its own. The store's call faults
+// (World.Store) strike it as they strike a producer's enqueue: the entry
+// then stays pending, for the re-drive.
 func (s *sim) deliveryEnqueue(stream, id string, payload []byte) error {
 	i := s.eventIndex(id)
+	f := s.drawCall(true)
+	if f.undone() {
+		return s.callErr(nil, f, "Enqueue "+id)
+	}
 	stored, created, err := s.store.Enqueue(bg, stream, id, payload)
 	if err != nil {
 		s.note(nil, opEnqueueRefused, str(id))
@@ -422,19 +432,24 @@ func (s *sim) deliveryEnqueue(stream, id string, payload []byte) error {
 		}
 		s.reschedule(n)
 	}
-	return nil
+	return s.callErr(nil, f, "Enqueue "+id) // nil, or the reply lost after it was made
 }
 
-// redrive runs Service.Redrive, as a restarted courier does.
+// redrive runs Service.Redrive, as a restarted courier does, and again
+// later while it leaves a fan-out unfinished, as Service.Run does.
 func (s *sim) redrive() {
 	s.plat.crashAt = 0
 	n, err := s.plat.svc.Redrive(bg)
 	detail := fmt.Sprintf("%d completed", n)
 	if err != nil {
 		detail += ": " + err.Error()
+		s.q.schedule(s.elapsed+max(s.w.Platform.Redrive, minRedrive), s.redrive)
 	}
 	s.note(nil, opPlatform, str("redrive"), str(detail))
 }
+
+// minRedrive is the least wait before a re-drive is tried again.
+const minRedrive = 100 * time.Millisecond
 
 // setEnabled disables or enables endpoint i through the platform store,
 // as the API does; its stream's log gets a Paused or Resumed of the
@@ -465,12 +480,16 @@ func (s *sim) platformPolicy(n *node, stream string) (machine.Config, error) {
 	p, err := platform.StreamPolicy(bg, s.plat.st, s.w.Policy, stream)
 	if err != nil {
 		s.note(n, opPolicyRefused, str(stream))
+		err = fmt.Errorf("%w: %w", errPaused, err) // as serve wraps courier.ErrPaused
 	}
 	return p, err
 }
 
 // bulkReplay is the operator's bulk replay k of an endpoint's dead
 // letters, through platform.ReplayDeadPage a page at a time, back to back.
+// One the store does not let finish (a store outage) ends failed, and the
+// operator runs it again a second later, as often as it takes (an outage
+// ends by FaultsEnd).
 func (s *sim) bulkReplay(k int, b BulkReplay) {
 	by := fmt.Sprintf("bulk-replay-%d", k+1)
 	var since time.Time
@@ -480,22 +499,28 @@ func (s *sim) bulkReplay(k int, b BulkReplay) {
 	stream := s.streams[b.Endpoint]
 	s.coverAll(FaultOperator)
 	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: since, Detail: invariants.BulkBegin})
+	end := invariants.BulkEnd
 	var after uint64
 	for {
 		page, err := platform.ReplayDeadPage(bg, s.store, stream, since, after, 100, by)
-		if err != nil {
-			s.note(nil, opOperatorRefused, str("bulk-replay"), str(stream), str(err.Error()))
-			break
+		if err == nil && page.Failed > 0 {
+			err = page.Errors[0]
 		}
 		for _, rec := range page.Replayed {
 			s.replayed(rec, by)
+		}
+		if err != nil {
+			s.note(nil, opOperatorRefused, str("bulk-replay"), str(stream), str(err.Error()))
+			end = invariants.BulkFailed
+			s.q.schedule(s.elapsed+time.Second, func() { s.bulkReplay(k, b) })
+			break
 		}
 		if page.Last {
 			break
 		}
 		after = page.Next
 	}
-	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: since, Detail: invariants.BulkEnd})
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: since, Detail: end})
 }
 
 // replayed logs a replay the store made, by by: its fencing token is its

@@ -1,6 +1,6 @@
 // This file proves a platform world's bounds: Validate refuses one whose
 // streams or events do not match its endpoints, or that mixes in what a
-// platform world has not (HTTP, stream pauses, poison), naming the field.
+// platform world has not (HTTP, stream pauses), naming the field.
 package sim_test
 
 import (

@@ -1,0 +1,84 @@
+package scenarios
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/courierlab/courier/sim"
+)
+
+// PlatformShare is the share of the swarm's seeds without HTTP whose
+// world becomes a platform world (sim.Platform): its events become the
+// deliveries of messages published through the fan-out to 2 to 4
+// endpoints, each with its own filter, faults and rate limit.
+const PlatformShare = 0.2
+
+// drawPlatform is Swarm's fourth pass, drawn last from its own stream:
+// for PlatformShare of the seeds without HTTP, the world's workload is
+// published as messages of 1 to 3 event types to 2 to 4 endpoints, each
+// with its own filter (half of them none), outages, flapping, a rate
+// limit (two thirds of the worlds limit some endpoint), and disables by
+// the operator; publishes crash mid fan-out and are re-driven; and the
+// operator bulk-replays an endpoint's dead letters, all or since an
+// instant. Stream pauses are dropped: a platform world pauses its streams
+// by disabling their endpoints. Poison and stubborn events stay: event i
+// is the delivery i of the workload, of message i/E to endpoint i%E.
+func drawPlatform(r *rand.Rand, w *sim.World) {
+	if w.HTTP.On || r.Float64() >= PlatformShare {
+		return
+	}
+	dur := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(r.Int64N(int64(max(hi-lo, 0))+1))
+	}
+	e := 2 + r.IntN(3)
+	w.Streams, w.Events = e, max(w.Events/e, 2)*e
+	w.Operator.Pauses = nil
+	p := &w.Platform
+	for t := range 1 + r.IntN(3) {
+		p.EventTypes = append(p.EventTypes, fmt.Sprintf("type.%d", t+1))
+	}
+	limits := r.IntN(3) > 0
+	window := func(maxLen time.Duration) sim.Window {
+		from := dur(0, w.FaultsEnd-time.Second)
+		return sim.Window{From: from, To: min(from+dur(time.Second, maxLen), w.FaultsEnd)}
+	}
+	for range e {
+		var ep sim.PlatformEndpoint
+		if r.IntN(2) == 0 {
+			for _, t := range p.EventTypes {
+				if r.IntN(2) == 0 {
+					ep.EventTypes = append(ep.EventTypes, t)
+				}
+			}
+		}
+		if limits && r.IntN(2) == 0 {
+			ep.RateLimit = 1 + r.IntN(10)
+		}
+		for range r.IntN(3) {
+			ep.Outages = append(ep.Outages, window(25*time.Second))
+		}
+		for range r.IntN(2) {
+			ep.Flapping = append(ep.Flapping, window(20*time.Second))
+		}
+		if len(ep.Flapping) > 0 && w.Channel.FlapFailRate == 0 {
+			w.Channel.FlapFailRate = r.Float64() * 0.5
+		}
+		if r.IntN(3) == 0 {
+			from := dur(0, w.FaultsEnd-time.Second)
+			ep.Disables = []sim.Window{{From: from, To: min(from+dur(500*time.Millisecond, w.FaultsEnd/2), w.FaultsEnd)}}
+		}
+		p.Endpoints = append(p.Endpoints, ep)
+	}
+	if r.IntN(2) == 0 {
+		p.CrashRate, p.MaxCrashes = r.Float64()*0.3, 1+r.IntN(4)
+	}
+	p.Redrive = dur(100*time.Millisecond, 5*time.Second)
+	for range r.IntN(3) {
+		b := sim.BulkReplay{Endpoint: r.IntN(e), At: dur(0, w.FaultsEnd), All: r.IntN(2) == 0}
+		if !b.All {
+			b.Since = dur(0, b.At)
+		}
+		p.Replays = append(p.Replays, b)
+	}
+}
