@@ -343,6 +343,9 @@ func (s *sim) publish(m, copy int) {
 			s.observeIn(e, invariants.Entry{Kind: invariants.Fanned, ID: s.ids[m*len(p.Endpoints)+e], Detail: detail})
 		}
 	}
+	for e := range p.Endpoints {
+		s.coverEvent(FaultDuplicateOffer, m*len(p.Endpoints)+e) // a publish again meets its deliveries
+	}
 	pp.crashAt, pp.calls = 0, 0
 	if s.faulty() && pp.crashes < p.MaxCrashes && chance(pp.r, p.CrashRate) {
 		pp.crashes++
