@@ -21,9 +21,9 @@ import (
 // clock steps and the operator existed, the second ("swarm-faults")
 // those, the third ("swarm-http") whether the sends go through the real
 // HTTP channel and receiver kit, the fourth ("swarm-platform") whether a
-// world without HTTP publishes through the platform's fan-out. A seed's earlier passes are then what
-// they always were, and a seed a later pass gives nothing runs the world
-// it ran before.
+// world without HTTP publishes through the platform's fan-out. A seed's
+// earlier passes are then what they always were, and a seed a later pass
+// gives nothing runs the world it ran before.
 func Swarm(seed uint64) sim.World {
 	w := swarmWorld(seed, swarmStream(seed, "swarm"))
 	drawFaults(swarmStream(seed, "swarm-faults"), &w)
