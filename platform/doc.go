@@ -19,8 +19,9 @@
 //
 //  1. Store.CreateMessage records the message and its fan-out list (one
 //     entry per chosen endpoint, each Pending) in one transaction of the
-//     platform store. The list is decided then and never again: an
-//     endpoint created, disabled or refiltered later does not change it.
+//     platform store. The list is decided then: an endpoint created,
+//     disabled or refiltered later does not change it, but for an entry
+//     added on request by Store.AddMissing (below).
 //  2. Each pending entry is enqueued in the delivery store (idempotent by
 //     its delivery ID), then marked Enqueued (Store.SetFanout).
 //
@@ -40,9 +41,15 @@
 // page at a time, with their fan-out, filtered by a MessageFilter: an
 // event type and creation-time bounds.
 //
-// An endpoint created after a message was published does not receive it.
-// Sending older messages to a new endpoint on request (Svix's "replay
-// missing") is not built yet. Replaying an endpoint's dead letters in
+// An endpoint created after a message was published does not receive it
+// unasked. Service.ReplayMissing sends it, on request, every message
+// since an instant that its filter takes and that it has no entry of
+// (Svix's "replay missing"): Store.AddMissing adds the missing entries
+// to the messages' fan-out lists, Pending, a page per transaction, and
+// step 2 enqueues them as it does a publish's, so a delivery's identity
+// stays (message, endpoint) and a crash between the steps is re-driven
+// the same way. A message with an entry for the endpoint is left alone,
+// so asking twice adds nothing. Replaying an endpoint's dead letters in
 // bulk (Svix's "recover") is not this package's: its deliveries are
 // events of the delivery store, and courier serve replays them there
 // (POST /v1/apps/{app}/endpoints/{endpoint}/replay).
