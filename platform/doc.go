@@ -59,10 +59,22 @@
 // Endpoint.RateLimit is the most attempts per second the endpoint's
 // stream starts (0: no limit), and Endpoint.MaxInFlight the most it has
 // in flight at once (0: the ordering's default). The platform only keeps
-// them: the runtime gives the endpoint's stream a machine.Config with
-// RateLimit per RatePer of one second and MaxInFlight as its Window, and
+// them: the runtime gives the endpoint's stream StreamPolicy, a
+// machine.Config with RateLimit per RatePer of one second and
+// MaxInFlight as its Window, and
 // the machine holds back the starts beyond them (see "Rate limit" in
 // package machine).
+//
+// # Retry and status policy
+//
+// Endpoint.MaxAttempts, BaseBackoff and MaxBackoff are the retry policy
+// of the endpoint's stream, and Endpoint.RejectStatuses the HTTP
+// statuses that make a delivery a dead letter at once. Each rule stays
+// where it is enforced: StreamPolicy builds the stream's machine.Config
+// (the machine counts attempts and computes backoff), StatusPolicy the
+// HTTP channel's httpchannel.StatusPolicy (the channel classifies an
+// answer: a 2xx delivered, a listed status rejected, any other retried).
+// The platform keeps the values and checks their bounds.
 //
 // # Attempt log and endpoint health
 //

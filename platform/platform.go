@@ -54,8 +54,20 @@ type Endpoint struct {
 	// endpoint, or restart).
 	RateLimit   int
 	MaxInFlight int
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// MaxAttempts, BaseBackoff and MaxBackoff are the retry policy of the
+	// endpoint's stream (machine.Config's fields of those names; 0 keeps
+	// machine.DefaultConfig's: 8 attempts, backoff from 1s doubling to
+	// 5m). RejectStatuses are the HTTP statuses that make a delivery a
+	// dead letter at once (httpchannel.StatusPolicy.RejectOn); every other
+	// non-2xx is retried. Nil means the default, 410 only; empty rejects
+	// none. See StreamPolicy and StatusPolicy. A change takes effect as a
+	// change of RateLimit does; RejectStatuses at the next attempt.
+	MaxAttempts    int
+	BaseBackoff    time.Duration
+	MaxBackoff     time.Duration
+	RejectStatuses []int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Wants reports whether the endpoint receives a message of eventType

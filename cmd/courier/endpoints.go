@@ -39,18 +39,13 @@ type builtChannel struct {
 }
 
 // endpointPolicy is the delivery policy of an endpoint's stream:
-// machine.DefaultConfig with the endpoint's ordering, attempts in flight
-// (Window) and rate limit (RateLimit attempt starts per second). Its
-// payload bound is the platform's (platform.Config.MaxPayloadBytes).
+// platform.StreamPolicy (machine.DefaultConfig with the endpoint's
+// ordering, attempts in flight, rate limit and retry policy) with a
+// random seed, as every stream of serve has. Its payload bound is the
+// platform's (platform.Config.MaxPayloadBytes).
 func endpointPolicy(ep platform.Endpoint) machine.Config {
-	p := machine.DefaultConfig()
+	p := platform.StreamPolicy(ep)
 	p.Seed = randomSeed()
-	if ep.Ordering == platform.Independent {
-		p.Ordering, p.Window = machine.Independent, inFlight(ep)
-	}
-	if ep.RateLimit > 0 {
-		p.RateLimit, p.RatePer = ep.RateLimit, time.Second
-	}
 	return p
 }
 
@@ -105,6 +100,7 @@ func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, ch
 		Secrets:        ep.Secrets,
 		AttemptTimeout: endpointPolicy(ep).AttemptTimeout,
 		MaxBodyBytes:   endpointPolicy(ep).MaxPayloadBytes,
+		StatusPolicy:   platform.StatusPolicy(ep),     // what rejects at once; the rest is retried
 		Logger:         slog.New(slog.DiscardHandler), // the loopback warning is logged once, at the start
 	}
 	if e.allowLoopback {

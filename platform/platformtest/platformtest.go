@@ -65,6 +65,8 @@ var laterChecks = []struct {
 }{
 	{"add-missing", addMissing},
 	{"add-missing-bad-arguments", addMissingBadArguments},
+	{"endpoint-retry-policy", endpointRetryPolicy},
+	{"endpoint-retry-policy-bad-arguments", endpointRetryPolicyBadArguments},
 }
 
 // env is one check's store and clock.
