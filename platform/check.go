@@ -206,7 +206,7 @@ func CheckEndpoint(e Endpoint) error {
 	case e.Ordering == Strict && e.MaxInFlight > 1:
 		return fieldErr("max_in_flight", "is %d; strict ordering sends one attempt at a time (use 1, or 0)", e.MaxInFlight)
 	}
-	return nil
+	return checkRetryPolicy(e)
 }
 
 // The bounds of an endpoint's rate limit (attempts per second) and of

@@ -19,8 +19,9 @@
 //
 //  1. Store.CreateMessage records the message and its fan-out list (one
 //     entry per chosen endpoint, each Pending) in one transaction of the
-//     platform store. The list is decided then and never again: an
-//     endpoint created, disabled or refiltered later does not change it.
+//     platform store. The list is decided then: an endpoint created,
+//     disabled or refiltered later does not change it, but for an entry
+//     added on request by Store.AddMissing (below).
 //  2. Each pending entry is enqueued in the delivery store (idempotent by
 //     its delivery ID), then marked Enqueued (Store.SetFanout).
 //
@@ -40,27 +41,45 @@
 // page at a time, with their fan-out, filtered by a MessageFilter: an
 // event type and creation-time bounds.
 //
-// An endpoint created after a message was published does not receive it.
-// Sending older messages to a new endpoint on request (Svix's "replay
-// missing") is not built yet. Replaying an endpoint's dead letters in
+// An endpoint created after a message was published does not receive it
+// unasked. Service.ReplayMissing sends it, on request, every message
+// since an instant that its filter takes and that it has no entry of
+// (Svix's "replay missing"): Store.AddMissing adds the missing entries
+// to the messages' fan-out lists, Pending, a page per transaction, and
+// step 2 enqueues them as it does a publish's, so a delivery's identity
+// stays (message, endpoint) and a crash between the steps is re-driven
+// the same way. A message with an entry for the endpoint is left alone,
+// so asking twice adds nothing. Replaying an endpoint's dead letters in
 // bulk (Svix's "recover") replays events of the delivery store, a page at
 // a time (ReplayDeadPage, choosing by Chosen): courier serve runs it as a
 // job (POST /v1/apps/{app}/endpoints/{endpoint}/replay), the simulator's
 // operator as an action.
 //
 // StreamPolicy is the Policy of an endpoint's stream, as courier serve's
-// workers and the simulator's ask it: the endpoint's ordering and rate
-// limit (EndpointPolicy), ErrDisabled while it is disabled.
+// workers and the simulator's ask it: the endpoint's ordering, rate limit
+// and retry policy (EndpointPolicy), ErrDisabled while it is disabled.
 //
 // # Rate limit and attempts in flight
 //
 // Endpoint.RateLimit is the most attempts per second the endpoint's
 // stream starts (0: no limit), and Endpoint.MaxInFlight the most it has
 // in flight at once (0: the ordering's default). The platform only keeps
-// them: the runtime gives the endpoint's stream a machine.Config with
-// RateLimit per RatePer of one second and MaxInFlight as its Window, and
+// them: the runtime gives the endpoint's stream StreamPolicy, a
+// machine.Config with RateLimit per RatePer of one second and
+// MaxInFlight as its Window, and
 // the machine holds back the starts beyond them (see "Rate limit" in
 // package machine).
+//
+// # Retry and status policy
+//
+// Endpoint.MaxAttempts, BaseBackoff and MaxBackoff are the retry policy
+// of the endpoint's stream, and Endpoint.RejectStatuses the HTTP
+// statuses that make a delivery a dead letter at once. Each rule stays
+// where it is enforced: StreamPolicy builds the stream's machine.Config
+// (the machine counts attempts and computes backoff), StatusPolicy the
+// HTTP channel's httpchannel.StatusPolicy (the channel classifies an
+// answer: a 2xx delivered, a listed status rejected, any other retried).
+// The platform keeps the values and checks their bounds.
 //
 // # Attempt log and endpoint health
 //

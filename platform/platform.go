@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/courierlab/courier/internal/plant"
 )
 
 // Application is a tenant: the owner of endpoints and the target of
@@ -56,14 +54,26 @@ type Endpoint struct {
 	// endpoint, or restart).
 	RateLimit   int
 	MaxInFlight int
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// MaxAttempts, BaseBackoff and MaxBackoff are the retry policy of the
+	// endpoint's stream (machine.Config's fields of those names; 0 keeps
+	// machine.DefaultConfig's: 8 attempts, backoff from 1s doubling to
+	// 5m). RejectStatuses are the HTTP statuses that make a delivery a
+	// dead letter at once (httpchannel.StatusPolicy.RejectOn); every other
+	// non-2xx is retried. Nil means the default, 410 only; empty rejects
+	// none. See StreamPolicy and StatusPolicy. A change takes effect as a
+	// change of RateLimit does; RejectStatuses at the next attempt.
+	MaxAttempts    int
+	BaseBackoff    time.Duration
+	MaxBackoff     time.Duration
+	RejectStatuses []int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Wants reports whether the endpoint receives a message of eventType
 // (enabled, and its filter empty or naming the type).
 func (e Endpoint) Wants(eventType string) bool {
-	return e.Enabled && (len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, eventType) || plant.On(plant.FilterIgnored))
+	return e.Enabled && e.Subscribes(eventType)
 }
 
 // EventType is a kind of message an endpoint may filter on.
@@ -226,6 +236,17 @@ type Store interface {
 	// Unfinished lists, in ID order after the ID after, messages with a
 	// Pending entry: what a re-drive must finish.
 	Unfinished(ctx context.Context, after string, limit int) ([]Message, error)
+	// AddMissing adds, in one transaction, a Pending fan-out entry for
+	// endpoint ep to each of up to limit messages of application app
+	// created at or after since (CreatedAt, to the microsecond) whose
+	// event type ep subscribes to (Endpoint.Subscribes, enabled or not)
+	// and that have no entry for ep, oldest first (ID order); and returns
+	// those messages, each with its whole fan-out after. A message with an
+	// entry for ep already, in any state, is left alone, so calling again
+	// until fewer than limit come back adds each missing entry once.
+	// ErrNotFound if app has no endpoint ep; since zero or limit out of
+	// 1..MaxLimit fail as CheckMissing says.
+	AddMissing(ctx context.Context, app, ep string, since time.Time, limit int) ([]Message, error)
 
 	// RecordAttempt adds a (checked by CheckAttempt, kept as CleanAttempt
 	// makes it) to the attempt log and notes it in its endpoint's health

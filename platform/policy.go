@@ -4,10 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/webhook/httpchannel"
+)
+
+// The bounds of an endpoint's retry policy. Zero in each field means
+// machine.DefaultConfig's value (8 attempts, backoff from 1 s to 5 min).
+const (
+	MaxMaxAttempts    = 100
+	MinBackoff        = 10 * time.Millisecond
+	MaxBaseBackoff    = time.Hour
+	MaxMaxBackoff     = 24 * time.Hour
+	MaxRejectStatuses = 50
 )
 
 // ErrDisabled is what StreamPolicy returns, wrapped, for the stream of a
@@ -17,9 +31,10 @@ import (
 var ErrDisabled = errors.New("platform: endpoint disabled")
 
 // EndpointPolicy is the delivery policy of endpoint ep's stream: base
-// with the endpoint's ordering, attempts in flight (Window) and rate limit
-// (RateLimit attempt starts per second); an ordering other than Strict
-// and Independent keeps base's.
+// with the endpoint's ordering, attempts in flight (Window), rate limit
+// (RateLimit attempt starts per second) and retry policy (MaxAttempts,
+// BaseBackoff, MaxBackoff; a zero field keeps base's); an ordering other
+// than Strict and Independent keeps base's.
 func EndpointPolicy(base machine.Config, ep Endpoint) machine.Config {
 	p := base
 	switch ep.Ordering {
@@ -34,6 +49,15 @@ func EndpointPolicy(base machine.Config, ep Endpoint) machine.Config {
 	p.RateLimit, p.RatePer = 0, 0
 	if ep.RateLimit > 0 {
 		p.RateLimit, p.RatePer = ep.RateLimit, time.Second
+	}
+	if ep.MaxAttempts > 0 {
+		p.MaxAttempts = ep.MaxAttempts
+	}
+	if ep.BaseBackoff > 0 {
+		p.BaseBackoff = ep.BaseBackoff
+	}
+	if ep.MaxBackoff > 0 {
+		p.MaxBackoff = ep.MaxBackoff
 	}
 	return p
 }
@@ -56,4 +80,67 @@ func StreamPolicy(ctx context.Context, st Store, base machine.Config, stream str
 		return machine.Config{}, fmt.Errorf("%w: endpoint %q", ErrDisabled, stream)
 	}
 	return EndpointPolicy(base, ep), nil
+}
+
+// StatusPolicy is what e's HTTP channel rejects at once (a dead letter,
+// "rejected"); every other non-2xx is retried as EndpointPolicy says. Nil
+// RejectStatuses is nil: httpchannel.DefaultStatusPolicy (410 only). The
+// channel classifies statuses; the platform only keeps the list.
+func StatusPolicy(e Endpoint) *httpchannel.StatusPolicy {
+	if e.RejectStatuses == nil {
+		return nil
+	}
+	return &httpchannel.StatusPolicy{RejectOn: slices.Clone(e.RejectStatuses)}
+}
+
+// checkRetryPolicy checks e's retry and status policy: each field in its
+// bounds, each status one httpchannel.CheckRejectStatus takes, once; then
+// EndpointPolicy(machine.DefaultConfig(), e) as the machine validates it
+// (a MaxBackoff below the BaseBackoff, defaults included), its field named
+// as the API names it.
+func checkRetryPolicy(e Endpoint) error {
+	switch {
+	case e.MaxAttempts < 0 || e.MaxAttempts > MaxMaxAttempts:
+		return fieldErr("max_attempts", "is %d; must be within 0..%d (0 is the default, 8)", e.MaxAttempts, MaxMaxAttempts)
+	case e.BaseBackoff != 0 && (e.BaseBackoff < MinBackoff || e.BaseBackoff > MaxBaseBackoff):
+		return fieldErr("base_backoff", "is %v; must be within %v..%v (0 is the default, 1s)", e.BaseBackoff, MinBackoff, MaxBaseBackoff)
+	case e.MaxBackoff != 0 && (e.MaxBackoff < MinBackoff || e.MaxBackoff > MaxMaxBackoff):
+		return fieldErr("max_backoff", "is %v; must be within %v..%v (0 is the default, 5m0s)", e.MaxBackoff, MinBackoff, MaxMaxBackoff)
+	case len(e.RejectStatuses) > MaxRejectStatuses:
+		return fieldErr("reject_statuses", "has %d statuses; at most %d", len(e.RejectStatuses), MaxRejectStatuses)
+	}
+	for i, code := range e.RejectStatuses {
+		field := "reject_statuses[" + strconv.Itoa(i) + "]"
+		if err := httpchannel.CheckRejectStatus(code); err != nil {
+			return fieldErr(field, "%v", err)
+		}
+		if j := slices.Index(e.RejectStatuses[:i], code); j >= 0 {
+			return fieldErr(field, "repeats reject_statuses[%d], %d", j, code)
+		}
+	}
+	if err := EndpointPolicy(machine.DefaultConfig(), e).Validate(); err != nil {
+		return fieldErr(apiName(err), "%s", strings.TrimPrefix(err.Error(), machine.ErrInvalidConfig.Error()+": "))
+	}
+	return nil
+}
+
+// apiName is the API's name of the machine.Config field a Validate error
+// names first (MaxBackoff: max_backoff).
+func apiName(err error) string {
+	if !errors.Is(err, machine.ErrInvalidConfig) {
+		return "policy"
+	}
+	msg := strings.TrimPrefix(err.Error(), machine.ErrInvalidConfig.Error()+": ")
+	field, _, _ := strings.Cut(msg, " ")
+	var b strings.Builder
+	for i, r := range field {
+		if 'A' <= r && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -32,7 +32,9 @@ import (
 // receiver built with the kit and a producer publishing over the API; it
 // takes the receiver down and up and drops some replies while events
 // flow, then checks that every accepted event was applied exactly once or
-// is a dead letter the receiver refused.
+// is a dead letter the receiver refused. Then a second courier fans
+// messages out to three endpoints, one healthy, one rate-limited and one
+// down, and shows what each got (demo_fanout.go).
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("courier demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -186,7 +188,12 @@ reject_statuses = [410, 422] # the receiver's 422 means never: dead at once
 		return errors.Join(err, serr)
 	}
 	violations, entries := d.check(c.Streams["orders"].Policy(), final)
-	return d.report(states, time.Since(start), violations, entries)
+	rerr := d.report(states, time.Since(start), violations, entries)
+	fo, err := d.fanout(ctx, dir)
+	if err != nil {
+		return errors.Join(rerr, err)
+	}
+	return errors.Join(rerr, fo.report(d.out))
 }
 
 func randomToken() string {

@@ -39,8 +39,8 @@ type builtChannel struct {
 }
 
 // endpointPolicy is the delivery policy of an endpoint's stream:
-// machine.DefaultConfig with the endpoint's ordering, attempts in flight
-// and rate limit (platform.EndpointPolicy). Its payload bound is the
+// machine.DefaultConfig with the endpoint's ordering, attempts in flight,
+// rate limit and retry policy (platform.EndpointPolicy). Its payload bound is the
 // platform's (platform.Config.MaxPayloadBytes).
 func endpointPolicy(ep platform.Endpoint) machine.Config {
 	return platform.EndpointPolicy(basePolicy(), ep)
@@ -105,6 +105,7 @@ func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, ch
 		Secrets:        ep.Secrets,
 		AttemptTimeout: endpointPolicy(ep).AttemptTimeout,
 		MaxBodyBytes:   endpointPolicy(ep).MaxPayloadBytes,
+		StatusPolicy:   platform.StatusPolicy(ep),     // what rejects at once; the rest is retried
 		Logger:         slog.New(slog.DiscardHandler), // the loopback warning is logged once, at the start
 	}
 	if e.allowLoopback {

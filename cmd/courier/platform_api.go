@@ -61,6 +61,7 @@ func (a *api) platformRoutes() []route {
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/deliveries", true, a.listDeliveries},
 		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay", true, a.startReplay},
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/replay/{job}", true, a.getReplay},
+		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay-missing", true, a.replayMissing},
 	}
 }
 

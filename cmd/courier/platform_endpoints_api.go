@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/webhook"
 )
@@ -13,24 +14,26 @@ import (
 // endpointView is what the API shows of an endpoint: never its secrets,
 // but in the answer to its creation and at .../secrets.
 type endpointView struct {
-	ID          string    `json:"id"`
-	AppID       string    `json:"app_id"`
-	URL         string    `json:"url"`
-	Description string    `json:"description"`
-	EventTypes  []string  `json:"event_types"`
-	Enabled     bool      `json:"enabled"`
-	Ordering    string    `json:"ordering"`
-	RateLimit   int       `json:"rate_limit"`
-	MaxInFlight int       `json:"max_in_flight"`
-	Stream      string    `json:"stream"`
-	Secrets     []string  `json:"secrets,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string   `json:"id"`
+	AppID       string   `json:"app_id"`
+	URL         string   `json:"url"`
+	Description string   `json:"description"`
+	EventTypes  []string `json:"event_types"`
+	Enabled     bool     `json:"enabled"`
+	Ordering    string   `json:"ordering"`
+	RateLimit   int      `json:"rate_limit"`
+	MaxInFlight int      `json:"max_in_flight"`
+	retryView
+	Stream    string    `json:"stream"`
+	Secrets   []string  `json:"secrets,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 func viewEndpoint(e platform.Endpoint) endpointView {
 	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), retryView: viewRetry(e),
+		Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
@@ -46,6 +49,7 @@ type endpointIn struct {
 	Ordering    *string   `json:"ordering"`
 	RateLimit   *int      `json:"rate_limit"`
 	MaxInFlight *int      `json:"max_in_flight"`
+	retryIn
 }
 
 // apply sets the fields in gives on e.
@@ -91,6 +95,9 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	e := platform.Endpoint{ID: platform.NewID(platform.EndpointKind, time.Now()), AppID: r.PathValue("app"),
 		EventTypes: []string{}, Secrets: []string{webhook.NewSecret()}, Enabled: true, Ordering: platform.Strict}
 	in.apply(&e)
+	if !in.applyRetry(w, &e) {
+		return
+	}
 	if !platform.IsID(platform.AppKind, e.AppID) {
 		writeErr(w, http.StatusNotFound, "no application %q", e.AppID)
 		return
@@ -159,6 +166,9 @@ func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.apply(&e)
+	if !in.applyRetry(w, &e) {
+		return
+	}
 	e, err := a.plat.Store().UpdateEndpoint(r.Context(), e)
 	if err != nil {
 		writePlatErr(w, "updating the endpoint", err)
@@ -222,13 +232,7 @@ func (a *api) listEventTypes(w http.ResponseWriter, r *http.Request) {
 }
 
 // inFlight is the most attempts in flight of e's stream, as its policy
-// has it (endpointPolicy): a MaxInFlight of 0 shows the ordering's.
+// has it (platform.StreamPolicy): a MaxInFlight of 0 shows the ordering's.
 func inFlight(e platform.Endpoint) int {
-	switch {
-	case e.Ordering == platform.Strict:
-		return 1
-	case e.MaxInFlight > 0:
-		return e.MaxInFlight
-	}
-	return platform.DefaultMaxInFlight
+	return platform.EndpointPolicy(machine.DefaultConfig(), e).Window
 }

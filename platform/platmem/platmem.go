@@ -173,6 +173,7 @@ func (s *Store) checkTypes(types []string) error {
 func copyEndpoint(e platform.Endpoint) platform.Endpoint {
 	e.EventTypes = slices.Clone(e.EventTypes)
 	e.Secrets = slices.Clone(e.Secrets)
+	e.RejectStatuses = slices.Clone(e.RejectStatuses) // nil stays nil: the default
 	if e.EventTypes == nil {
 		e.EventTypes = []string{}
 	}

@@ -146,23 +146,33 @@ func instant(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // Migrations reads the steps a backend embeds as migrations/*.sql in
 // fsys, in version order: step v is Migrations(fsys)[v-1]. Files are
-// named NNNN_what.sql from 0001 without gaps; it panics otherwise (the
-// files are embedded: a gap is a build mistake).
+// named NNNN_what.sql, NNNN from 0001, each number once; it panics
+// otherwise (the files are embedded: that is a build mistake). A number
+// may be skipped: its step is empty and Migrate runs nothing for it.
+// Branches that add migrations side by side (0004 on one, 0005 on the
+// other) each build and test alone so, and merged they have no gap.
 func Migrations(fsys fs.FS) []string {
 	names, err := fs.Glob(fsys, "migrations/*.sql")
 	if err != nil {
 		panic(err)
 	}
-	out := make([]string, len(names))
-	for i, name := range names {
-		if want := fmt.Sprintf("migrations/%04d_", i+1); !strings.HasPrefix(name, want) {
-			panic(fmt.Sprintf("platsql: migration %s out of sequence, want %s*", name, want))
+	var out []string
+	for _, name := range names {
+		var v int
+		if _, err := fmt.Sscanf(name, "migrations/%04d_", &v); err != nil || v < 1 || !strings.HasPrefix(name, fmt.Sprintf("migrations/%04d_", v)) {
+			panic(fmt.Sprintf("platsql: migration %s is not named NNNN_what.sql from 0001", name))
+		}
+		if v <= len(out) {
+			panic(fmt.Sprintf("platsql: migration %s repeats version %d", name, v))
 		}
 		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			panic(err)
 		}
-		out[i] = string(b)
+		for len(out) < v-1 {
+			out = append(out, "") // a skipped number
+		}
+		out = append(out, string(b))
 	}
 	return out
 }
@@ -189,6 +199,9 @@ func Migrate(ctx context.Context, tx Tx, d Dialect, steps []string) error {
 		return fmt.Errorf("platform schema version %d was written by a newer courier; this one knows versions up to %d", version, len(steps))
 	}
 	for v := version; v < len(steps); v++ {
+		if steps[v] == "" {
+			continue // a skipped number (Migrations)
+		}
 		if _, err := tx.Exec(ctx, steps[v]); err != nil {
 			return fmt.Errorf("platform schema version %d: %w", v+1, err)
 		}

@@ -4,19 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/courierlab/courier/platform"
 )
 
-const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight, created_at, updated_at`
+const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight,
+	max_attempts, base_backoff_ns, max_backoff_ns, reject_statuses, created_at, updated_at`
 
 func scanEndpoint(r Row) (platform.Endpoint, error) {
 	var e platform.Endpoint
-	var types, secrets, ordering string
-	var enabled, rate, flight, created, updated int64
-	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight, &created, &updated); err != nil {
+	var types, secrets, ordering, reject string
+	var enabled, rate, flight, attempts, base, maxBackoff, created, updated int64
+	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight,
+		&attempts, &base, &maxBackoff, &reject, &created, &updated); err != nil {
 		return platform.Endpoint{}, err
 	}
+	if err := json.Unmarshal([]byte(reject), &e.RejectStatuses); err != nil { // "null": nil, the default
+		return platform.Endpoint{}, fmt.Errorf("endpoint %s: reject_statuses: %w", e.ID, err)
+	}
+	e.MaxAttempts, e.BaseBackoff, e.MaxBackoff = int(attempts), time.Duration(base), time.Duration(maxBackoff)
 	if err := json.Unmarshal([]byte(types), &e.EventTypes); err != nil {
 		return platform.Endpoint{}, fmt.Errorf("endpoint %s: event_types: %w", e.ID, err)
 	}
@@ -32,7 +39,7 @@ func scanEndpoint(r Row) (platform.Endpoint, error) {
 }
 
 // endpointArgs are e's mutable columns, in endpointColumns' order from
-// url to max_in_flight.
+// url to reject_statuses.
 func endpointArgs(e platform.Endpoint) []any {
 	types, _ := json.Marshal(append([]string{}, e.EventTypes...)) // strings always marshal
 	secrets, _ := json.Marshal(e.Secrets)
@@ -40,7 +47,9 @@ func endpointArgs(e platform.Endpoint) []any {
 	if e.Enabled {
 		enabled = 1
 	}
-	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight)}
+	reject, _ := json.Marshal(e.RejectStatuses) // nil: "null", the default; empty: "[]", none
+	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight),
+		int64(e.MaxAttempts), int64(e.BaseBackoff), int64(e.MaxBackoff), string(reject)}
 }
 
 // checkTypes checks that every type of a filter exists.
@@ -80,7 +89,7 @@ func (c *Core) CreateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append([]any{e.ID, e.AppID}, endpointArgs(e)...)
 		if _, err := tx.Exec(ctx, `INSERT INTO platform_endpoints (`+endpointColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`, append(args, now)...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`, append(args, now)...); err != nil {
 			return err
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
@@ -167,7 +176,8 @@ func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append(endpointArgs(e), now, e.ID, e.AppID)
 		n, err := tx.Exec(ctx, `UPDATE platform_endpoints SET url = $1, description = $2, event_types = $3, secrets = $4,
-			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, updated_at = $9 WHERE id = $10 AND app_id = $11`, args...)
+			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, max_attempts = $9, base_backoff_ns = $10,
+			max_backoff_ns = $11, reject_statuses = $12, updated_at = $13 WHERE id = $14 AND app_id = $15`, args...)
 		if err != nil {
 			return err
 		}
