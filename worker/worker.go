@@ -247,6 +247,9 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 	if st != nil {
 		defer w.reschedule(st)
 	}
+	if st != nil && !w.renewedBeforeReply(ctx, st, now) {
+		st = nil // lost: the reply is dropped below
+	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
 		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})
@@ -278,6 +281,24 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 	}
 	w.step(ctx, st, now, in)
 	return w.flush()
+}
+
+// renewedBeforeReply does first what Advance would do first at now: a
+// worker that woke from a stall may find replies queued ahead of its
+// overdue renewal, and a reply that frees a slot must not start an
+// attempt on a stream an operator paused meanwhile. So a lease the
+// worker's clock says ran out is given up, and an overdue renewal (with
+// its Policy check) is carried out before the reply. It reports false if
+// the stream was lost.
+func (w *Worker) renewedBeforeReply(ctx context.Context, st *stream, now time.Time) bool {
+	if !now.Before(st.expiresAt) {
+		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded", nil)
+		return false
+	}
+	if now.Before(st.renewAt) {
+		return true
+	}
+	return w.renewAndRecheck(ctx, st, now)
 }
 
 // Enqueued says that a local producer enqueued rec (as Store.Enqueue

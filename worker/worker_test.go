@@ -746,3 +746,47 @@ func newPausableEnv(t *testing.T, paused *bool) *env {
 		}
 	})
 }
+
+// A worker that wakes from a stall to a reply queued ahead of its overdue
+// renewal renews and asks Policy first: the reply frees the window, and
+// must not start the next event on a stream an operator paused meanwhile
+// (seed 615000000421 of the swarm).
+func TestOverdueRecheckBeforeReply(t *testing.T) {
+	paused := false
+	e := newPausableEnv(t, &paused)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	paused = true
+	e.clock.Advance(ttl / 2) // frozen past the renewal, not past the lease
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 {
+		t.Fatalf("the reply to a stalled owner started %+v on a paused stream", fx.Sends)
+	}
+	if e.st.calls["Renew"] != 1 || e.count(worker.Faulted) != 1 {
+		t.Fatalf("renewals=%d faults=%d: the overdue renewal and its Policy check must come before the reply", e.st.calls["Renew"], e.count(worker.Faulted))
+	}
+	if r := e.record("e1"); r.State != machine.Delivered {
+		t.Fatalf("the reply was not persisted: e1 is %s", r.State)
+	}
+	if r := e.record("e2"); r.Attempts != 0 {
+		t.Fatalf("the pause cost e2 an attempt: %d", r.Attempts)
+	}
+}
+
+// A reply that comes after the lease ran out by the worker's clock is
+// dropped, and the stream given up, as Advance would at that reading.
+func TestReplyPastTheLeaseByOwnClockIsDropped(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(ttl)
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 || e.w.Owns("s") {
+		t.Fatalf("owns=%v sends=%+v: a lease past its end by the worker's clock was acted on", e.w.Owns("s"), fx.Sends)
+	}
+	if e.count(worker.LeaseLost) != 1 || e.count(worker.ReplyDropped) != 1 {
+		t.Fatalf("lost=%d dropped=%d, want 1 and 1", e.count(worker.LeaseLost), e.count(worker.ReplyDropped))
+	}
+	if r := e.record("e1"); r.State == machine.Delivered {
+		t.Fatal("a reply past the lease's end was persisted")
+	}
+}
