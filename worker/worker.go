@@ -291,8 +291,7 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 // its Policy check) is carried out before the reply. It reports false if
 // the stream was lost.
 func (w *Worker) renewedBeforeReply(ctx context.Context, st *stream, now time.Time) bool {
-	if !now.Before(st.expiresAt) {
-		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded", nil)
+	if !now.Before(st.expiresAt) && !w.lastRenewal(ctx, st, now) {
 		return false
 	}
 	if now.Before(st.renewAt) {

@@ -42,7 +42,10 @@ type env struct {
 type faultStore struct {
 	*memstore.Store
 	loseSaveReply bool
-	calls         map[string]int
+	// loseRenewReply, if set, says whether a renewal the store made
+	// loses its reply (store.ErrUnknown).
+	loseRenewReply func() bool
+	calls          map[string]int
 }
 
 func (f *faultStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
@@ -62,7 +65,11 @@ func (f *faultStore) Pending(ctx context.Context, l store.Lease, after uint64, l
 
 func (f *faultStore) Renew(ctx context.Context, l store.Lease, d time.Duration) (store.Lease, error) {
 	f.calls["Renew"]++
-	return f.Store.Renew(ctx, l, d)
+	nl, err := f.Store.Renew(ctx, l, d)
+	if err == nil && f.loseRenewReply != nil && f.loseRenewReply() {
+		return store.Lease{}, fmt.Errorf("%w: reply lost after commit", store.ErrUnknown)
+	}
+	return nl, err
 }
 
 func policy() machine.Config {
@@ -788,5 +795,50 @@ func TestReplyPastTheLeaseByOwnClockIsDropped(t *testing.T) {
 	}
 	if r := e.record("e1"); r.State == machine.Delivered {
 		t.Fatal("a reply past the lease's end was persisted")
+	}
+}
+
+// A worker whose renewals' replies were all lost renews once more when
+// its own clock says the lease ran out: the store renewed it meanwhile,
+// so the worker keeps the stream rather than leave it unserved until the
+// store's lease runs out.
+func TestLastRenewalBeforeALeaseIsGivenUp(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.Poll = time.Minute })
+	e.enqueue("s", "e1")
+	oneSend(t, e.advance(), "e1", 1)
+	end := epoch.Add(ttl - ttl/10) // the lease's end by the worker's clock
+	e.st.loseRenewReply = func() bool { return e.now().Before(end) }
+	for e.now().Before(end) {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+		if !e.w.Owns("s") {
+			t.Fatalf("the stream was given up at %v, though the store still held it", e.now().Sub(epoch))
+		}
+	}
+	if !e.w.Owns("s") || e.count(worker.LeaseLost) != 0 {
+		t.Fatalf("owns=%v lost=%d at %v: the last renewal did not keep a lease the store still held",
+			e.w.Owns("s"), e.count(worker.LeaseLost), e.now().Sub(epoch))
+	}
+	if e.count(worker.LeaseRenewed) != 1 {
+		t.Fatalf("%d renewals reported, want the last one", e.count(worker.LeaseRenewed))
+	}
+}
+
+// A last renewal the store does not answer gives the lease up by the
+// worker's clock, at its end: no later.
+func TestFailedLastRenewalGivesTheLeaseUp(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.Poll = time.Minute })
+	e.enqueue("s", "e1")
+	oneSend(t, e.advance(), "e1", 1)
+	e.st.loseRenewReply = func() bool { return true }
+	for e.w.Owns("s") {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+	}
+	if got, want := e.now(), epoch.Add(ttl-ttl/10); !got.Equal(want) {
+		t.Fatalf("given up at %v, want at its end by the worker's clock %v", got.Sub(epoch), want.Sub(epoch))
+	}
+	if e.count(worker.LeaseLost) != 1 {
+		t.Fatal("the loss was not reported")
 	}
 }
