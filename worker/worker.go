@@ -465,7 +465,9 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	}
 	if err != nil {
 		w.observe(Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
-		if err := w.cfg.Store.Release(ctx, l); err != nil {
+		// A lease the store calls stale ran out already (a slow call):
+		// there is nothing left to give back.
+		if err := w.cfg.Store.Release(ctx, l); err != nil && !errors.Is(err, store.ErrStaleLease) {
 			w.observe(Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
 		}
 		return
@@ -491,7 +493,19 @@ func (w *Worker) forget(st *stream) {
 // err is the store's refusal, if it gave one.
 func (w *Worker) lose(st *stream, why string, err error) {
 	w.observe(Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why, Err: err})
+	w.withdraw(st.lease)
 	w.forget(st)
+}
+
+// withdraw takes back the sends and probes the call under way handed out
+// under lease l, which it has just lost: a slow store call may lose a
+// lease in the middle of a call whose claim then takes the stream again,
+// and the old lease's attempts must not go out beside the new machine's.
+// They are matched by stream and token, so the new lease's stay.
+func (w *Worker) withdraw(l store.Lease) {
+	of := func(stream string, token uint64) bool { return stream == l.Stream && token == l.Token }
+	w.out.Sends = slices.DeleteFunc(w.out.Sends, func(x Send) bool { return of(x.Stream, x.Token) })
+	w.out.Probes = slices.DeleteFunc(w.out.Probes, func(p Probe) bool { return of(p.Stream, p.Token) })
 }
 
 // release gives the stream back.

@@ -842,3 +842,48 @@ func TestFailedLastRenewalGivesTheLeaseUp(t *testing.T) {
 		t.Fatal("the loss was not reported")
 	}
 }
+
+// slowClaimStore is memstore whose next ClaimDue, once armed, is slow
+// before the store acts: the store's clock moves past every lease first.
+type slowClaimStore struct {
+	*faultStore
+	clock *storetest.Clock
+	armed bool
+}
+
+func (s *slowClaimStore) ClaimDue(ctx context.Context, owner string, d time.Duration, max int) ([]store.Lease, error) {
+	if s.armed {
+		s.armed = false
+		s.clock.Advance(ttl + time.Second)
+	}
+	return s.faultStore.ClaimDue(ctx, owner, d, max)
+}
+
+// A call that hands out a send, then loses its lease in a slow claim that
+// grants the same stream anew, takes the old lease's send back: only the
+// new lease's machine acts on the stream.
+func TestSendOfALeaseLostInTheSameCallIsWithdrawn(t *testing.T) {
+	var slow *slowClaimStore
+	e := newEnv(t, func(c *worker.Config) {
+		slow = &slowClaimStore{faultStore: c.Store.(*faultStore)}
+		c.Store = slow
+	})
+	slow.clock = e.clock
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503}))
+	e.clock.Advance(e.w.Next().Sub(e.now()))
+	slow.armed = true
+	fx := e.advance()
+	if slow.armed {
+		t.Fatal("the retry's call made no claim: the test does not reach the loss")
+	}
+	if e.count(worker.LeaseLost) != 1 || e.count(worker.Sent) < 2 {
+		t.Fatalf("lost=%d sent=%d: the call must send the retry, then lose the lease to the claim", e.count(worker.LeaseLost), e.count(worker.Sent))
+	}
+	for _, s := range fx.Sends {
+		if s.Token == x.Token {
+			t.Fatalf("the call handed out %s#%d under the lease it lost (token %d)", s.ID, s.Attempt.Attempt, s.Token)
+		}
+	}
+}
