@@ -16,18 +16,36 @@ import (
 // (no world is unsatisfiable by construction), and every fault ends by
 // FaultsEnd so the liveness phase can be judged.
 //
-// The world is drawn in three passes from three streams: the first
+// The world is drawn in passes from streams of their own: the first
 // ("swarm") draws what the swarm drew before the store's own faults, the
 // clock steps and the operator existed, the second ("swarm-faults")
 // those, the third ("swarm-http") whether the sends go through the real
-// HTTP channel and receiver kit. A seed's earlier passes are then what
+// HTTP channel and receiver kit, the last ("swarm-slow") slow store
+// calls. A seed's earlier passes are then what
 // they always were, and a seed a later pass gives nothing runs the world
 // it ran before.
 func Swarm(seed uint64) sim.World {
 	w := swarmWorld(seed, swarmStream(seed, "swarm"))
 	drawFaults(swarmStream(seed, "swarm-faults"), &w)
 	drawHTTP(swarmStream(seed, "swarm-http"), &w)
+	drawSlow(swarmStream(seed, "swarm-slow"), &w)
 	return w
+}
+
+// SlowShare is the share of the swarm's clusters whose workers' store
+// calls may be slow (sim.SlowCalls).
+const SlowShare = 0.4
+
+// drawSlow is Swarm's slow-call pass: for SlowShare of the clusters
+// without a secret rotation (World.Validate refuses the pair), slow store
+// calls of a twentieth of a lease to two leases, before the store acts or
+// after it.
+func drawSlow(r *rand.Rand, w *sim.World) {
+	if w.Cluster.Workers == 0 || r.Float64() >= SlowShare || w.HTTP.Rotation.Add > 0 {
+		return
+	}
+	ttl := w.LeaseTTL()
+	w.Store.Slow = sim.SlowCalls{Rate: 0.01 + r.Float64()*0.1, Min: ttl / 20, Max: 2 * ttl, Limit: 1 + r.IntN(8)}
 }
 
 // HTTPShare is the share of swarm seeds whose sends go through the real

@@ -73,8 +73,9 @@ const (
 	opStreamPause
 	opStreamResume
 	opPolicyRefused
+	opSlowCall
 
-	opLast = opPolicyRefused // the last op: formats has one entry per op
+	opLast = opSlowCall // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -135,6 +136,7 @@ var formats = [...]string{
 	opStreamPause:       "operator pauses stream %s",
 	opStreamResume:      "operator resumes stream %s",
 	opPolicyRefused:     "policy refuses stream %s: paused",
+	opSlowCall:          "fault slow-call: %s takes %v more, %s",
 }
 
 // argKind says how an arg is encoded and printed.
