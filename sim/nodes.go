@@ -451,11 +451,8 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.LeaseLost:
 		s.note(n, opLoses, str(ev.Detail))
 		s.stats.LeasesLost++
-		if ev.Err == nil {
-			// Given up by the worker's own clock, not refused by the
-			// store: the checker holds it to the lease's expiry.
-			s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.LeaseDropped, Worker: n.name, Token: ev.Token, Detail: ev.Detail})
-		}
+		// Given up by the worker's own clock, not refused by the store,
+		// it is logged as LeaseDropped by the shared mapping below.
 		s.dropped(n, ev.Stream, "lost the stream")
 	case worker.LeaseReleased:
 		s.note(n, opReleases)

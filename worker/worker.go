@@ -77,28 +77,19 @@ type Config struct {
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config.
 var ErrInvalidConfig = errors.New("worker: invalid config")
 
+// WithDefaults returns c with the defaults New fills in, unchecked: what
+// a recorder of a worker's run tells the checker (ClockMargin and
+// RenewEvery, which the lease-kept and pause rules judge by).
+func (c Config) WithDefaults() Config {
+	c.defaults()
+	return c
+}
+
 func (c *Config) validate() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
-	if c.RenewEvery == 0 {
-		c.RenewEvery = c.LeaseTTL / 3
-	}
-	if c.ClockMargin == 0 {
-		c.ClockMargin = c.LeaseTTL / 10
-	}
-	if c.IdleRelease == 0 {
-		c.IdleRelease = c.Poll
-	}
-	if c.RetryAfterFailure == 0 {
-		c.RetryAfterFailure = c.Poll / 4
-	}
-	if c.PageSize == 0 {
-		c.PageSize = 1000
-	}
-	if c.RetentionEvery == 0 {
-		c.RetentionEvery = time.Minute
-	}
+	c.defaults()
 	switch {
 	case c.Owner == "":
 		return bad("Owner", "is empty")
@@ -128,6 +119,28 @@ func (c *Config) validate() error {
 		return bad("RetentionEvery", "is %v; must not be negative", c.RetentionEvery)
 	}
 	return nil
+}
+
+// defaults fills in the zero fields that have a default.
+func (c *Config) defaults() {
+	if c.RenewEvery == 0 {
+		c.RenewEvery = c.LeaseTTL / 3
+	}
+	if c.ClockMargin == 0 {
+		c.ClockMargin = c.LeaseTTL / 10
+	}
+	if c.IdleRelease == 0 {
+		c.IdleRelease = c.Poll
+	}
+	if c.RetryAfterFailure == 0 {
+		c.RetryAfterFailure = c.Poll / 4
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 1000
+	}
+	if c.RetentionEvery == 0 {
+		c.RetentionEvery = time.Minute
+	}
 }
 
 // Worker owns up to MaxStreams streams of a shared store and carries out
