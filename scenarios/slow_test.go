@@ -1,6 +1,7 @@
 // Tests that the swarm's slow-call pass gives slow store calls to about
-// SlowShare of its clusters, never to a world with a secret rotation, and
-// that those worlds do meet slow calls and hold every guarantee.
+// SlowShare of its clusters (secret rotations kept valid: sim.Run
+// validates), and that those worlds do meet slow calls and hold every
+// guarantee.
 package scenarios
 
 import (
@@ -13,7 +14,7 @@ import (
 
 func TestSwarmDrawsSlowCalls(t *testing.T) {
 	const seeds = 400
-	clusters, slow, met := 0, 0, 0
+	clusters, slow, met, rotations := 0, 0, 0, 0
 	for seed := uint64(1); seed <= seeds; seed++ {
 		w := Swarm(seed)
 		if w.Cluster.Workers == 0 {
@@ -25,7 +26,7 @@ func TestSwarmDrawsSlowCalls(t *testing.T) {
 		}
 		slow++
 		if w.HTTP.Rotation.Add > 0 {
-			t.Fatalf("seed %d: slow calls in a world with a secret rotation", seed)
+			rotations++
 		}
 		r, err := sim.Run(w, seed, sim.Options{Trace: true})
 		if err != nil {
@@ -42,7 +43,7 @@ func TestSwarmDrawsSlowCalls(t *testing.T) {
 		}
 	}
 	share := float64(slow) / float64(clusters)
-	t.Logf("%d of %d clusters draw slow calls (%.0f%%); %d of them met one", slow, clusters, 100*share, met)
+	t.Logf("%d of %d clusters draw slow calls (%.0f%%), %d of them with a secret rotation; %d met one", slow, clusters, 100*share, rotations, met)
 	if math.Abs(share-SlowShare) > 0.1 || met < slow/2 {
 		t.Fatalf("%d of %d clusters draw slow calls and %d met one: want about %.0f%%, and most to meet one", slow, clusters, met, 100*SlowShare)
 	}

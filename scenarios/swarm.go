@@ -36,16 +36,20 @@ func Swarm(seed uint64) sim.World {
 // calls may be slow (sim.SlowCalls).
 const SlowShare = 0.4
 
-// drawSlow is Swarm's slow-call pass: for SlowShare of the clusters
-// without a secret rotation (World.Validate refuses the pair), slow store
-// calls of a twentieth of a lease to two leases, before the store acts or
-// after it.
+// drawSlow is Swarm's slow-call pass: for SlowShare of the clusters,
+// slow store calls of a twentieth of a lease to two leases, before the
+// store acts or after it. A secret rotation keeps the old secret longer
+// by what they may hold (World.RotationHold).
 func drawSlow(r *rand.Rand, w *sim.World) {
-	if w.Cluster.Workers == 0 || r.Float64() >= SlowShare || w.HTTP.Rotation.Add > 0 {
+	if w.Cluster.Workers == 0 || r.Float64() >= SlowShare {
 		return
 	}
 	ttl := w.LeaseTTL()
+	hold := w.RotationHold()
 	w.Store.Slow = sim.SlowCalls{Rate: 0.01 + r.Float64()*0.1, Min: ttl / 20, Max: 2 * ttl, Limit: 1 + r.IntN(8)}
+	if rot := &w.HTTP.Rotation; rot.Add > 0 {
+		rot.Drop += w.RotationHold() - hold
+	}
 }
 
 // HTTPShare is the share of swarm seeds whose sends go through the real
