@@ -887,3 +887,39 @@ func TestSendOfALeaseLostInTheSameCallIsWithdrawn(t *testing.T) {
 		}
 	}
 }
+
+// slowGrantStore is memstore whose ClaimDue reply comes after the leases
+// it granted ran out, as a slow call's may.
+type slowGrantStore struct {
+	*faultStore
+	clock *storetest.Clock
+}
+
+func (s *slowGrantStore) ClaimDue(ctx context.Context, owner string, d time.Duration, max int) ([]store.Lease, error) {
+	ls, err := s.faultStore.ClaimDue(ctx, owner, d, max)
+	s.clock.Advance(d + time.Second)
+	return ls, err
+}
+
+// A grant Policy refuses is given back; when its reply came so late that
+// the store calls the lease stale, it ran out already: nothing is left to
+// give back, and no store failure is reported (swarm seed 7, slow calls).
+func TestRefusedGrantThatRanOutIsNoStoreFailure(t *testing.T) {
+	paused := true
+	e := newPausableEnv(t, &paused)
+	cfg := e.w.Config()
+	cfg.Store = &slowGrantStore{faultStore: e.st, clock: e.clock}
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w = w
+	e.enqueue("s", "e1")
+	e.advance()
+	if e.w.Owns("s") || e.count(worker.Faulted) != 1 {
+		t.Fatalf("owns=%v faults=%d: the refused grant must be given back and reported", e.w.Owns("s"), e.count(worker.Faulted))
+	}
+	if n := e.count(worker.StoreFailed); n != 0 {
+		t.Fatalf("%d store failures reported for a release of a lease that ran out", n)
+	}
+}
