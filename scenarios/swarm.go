@@ -16,20 +16,42 @@ import (
 // (no world is unsatisfiable by construction), and every fault ends by
 // FaultsEnd so the liveness phase can be judged.
 //
-// The world is drawn in four passes from four streams: the first
+// The world is drawn in passes from streams of their own: the first
 // ("swarm") draws what the swarm drew before the store's own faults, the
 // clock steps and the operator existed, the second ("swarm-faults")
 // those, the third ("swarm-http") whether the sends go through the real
 // HTTP channel and receiver kit, the fourth ("swarm-platform") whether a
-// world without HTTP publishes through the platform's fan-out. A seed's
-// earlier passes are then what they always were, and a seed a later pass
-// gives nothing runs the world it ran before.
+// world without HTTP publishes through the platform's fan-out, the last
+// ("swarm-slow") slow store calls. A seed's earlier passes are then what
+// they always were, and a seed a later pass gives nothing runs the world
+// it ran before.
 func Swarm(seed uint64) sim.World {
 	w := swarmWorld(seed, swarmStream(seed, "swarm"))
 	drawFaults(swarmStream(seed, "swarm-faults"), &w)
 	drawHTTP(swarmStream(seed, "swarm-http"), &w)
 	drawPlatform(swarmStream(seed, "swarm-platform"), &w)
+	drawSlow(swarmStream(seed, "swarm-slow"), &w)
 	return w
+}
+
+// SlowShare is the share of the swarm's clusters whose workers' store
+// calls may be slow (sim.SlowCalls).
+const SlowShare = 0.4
+
+// drawSlow is Swarm's slow-call pass: for SlowShare of the clusters,
+// slow store calls of a twentieth of a lease to two leases, before the
+// store acts or after it. A secret rotation keeps the old secret longer
+// by what they may hold (World.RotationHold).
+func drawSlow(r *rand.Rand, w *sim.World) {
+	if w.Cluster.Workers == 0 || r.Float64() >= SlowShare {
+		return
+	}
+	ttl := w.LeaseTTL()
+	hold := w.RotationHold()
+	w.Store.Slow = sim.SlowCalls{Rate: 0.01 + r.Float64()*0.1, Min: ttl / 20, Max: 2 * ttl, Limit: 1 + r.IntN(8)}
+	if rot := &w.HTTP.Rotation; rot.Add > 0 {
+		rot.Drop += w.RotationHold() - hold
+	}
 }
 
 // HTTPShare is the share of swarm seeds whose sends go through the real

@@ -34,7 +34,8 @@
 //     anything (store.ErrUnavailable), or a write's reply lost
 //     (store.ErrUnknown), the write made or not; and bursts of refused
 //     renewals, shorter and longer than a lease. A lost reply to a write
-//     that was made is logged as the store made it.
+//     that was made is logged as the store made it. World.Store.Slow
+//     makes single calls slow (slow.go): the world waits for them.
 //   - Operator (operator.go): discards dead letters (or tries to discard
 //     any event, which the store must refuse) and deletes settled records
 //     past a retention, through the store's own calls; each action the
@@ -104,7 +105,7 @@
 // and receiver kit of an HTTP world; backend.go the store a run uses;
 // producer.go the producer's offers and resends;
 // faults.go the worker faults and the coverage matrix; storefaults.go
-// the store calls that fail; operator.go the operator's actions and the
-// clock steps; platform.go the platform worlds; trace.go the trace lines
-// and their hash.
+// the store calls that fail; slow.go the slow ones; operator.go the
+// operator's actions and the clock steps; platform.go the platform worlds;
+// trace.go the trace lines and their hash.
 package sim

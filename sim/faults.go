@@ -153,15 +153,18 @@ func (s *sim) due(faults *[]Pause, n *node) (Pause, bool) {
 }
 
 // freeze stalls n for d; then, unless it crashed meanwhile, fn runs.
-func (s *sim) freeze(n *node, d time.Duration, fn func()) {
+// fn is told how late the wake came: a slow store call of another node
+// may hold the world past it (slow.go), which a real node's stall does
+// not wait for.
+func (s *sim) freeze(n *node, d time.Duration, fn func(late time.Duration)) {
 	n.frozenUntil, n.stalled = s.elapsed+d, true
-	inc := n.inc
-	s.q.schedule(n.frozenUntil, func() {
+	inc, until := n.inc, n.frozenUntil
+	s.q.schedule(until, func() {
 		if inc != n.inc || n.down {
 			return // it crashed in its stall
 		}
 		n.stalled = false
 		s.note(n, opWakes)
-		fn()
+		fn(s.elapsed - until)
 	})
 }

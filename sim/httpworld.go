@@ -41,9 +41,10 @@ type Rotation struct {
 
 // RotationHold is the least a Rotation must keep both secrets valid after
 // Switch: the longest a request signed before it may take to arrive (a
-// late request, and its latency), and a second more.
+// late request, its latency, and every slow store call that may hold the
+// world meanwhile), and a second more.
 func (w World) RotationHold() time.Duration {
-	return w.Channel.LateDelay + w.Channel.LatencyMax + time.Second
+	return w.Channel.LateDelay + w.Channel.LatencyMax + w.Store.Slow.held() + time.Second
 }
 
 func (w World) validateHTTP() error {

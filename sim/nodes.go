@@ -97,6 +97,12 @@ func (s *sim) initNodes() {
 	// give an expired event up. A restart leaves its lease to expire. A
 	// stalled worker acts on the clock reading it took before the stall.
 	var skew, stall, ahead, down time.Duration
+	// A slow store call makes a call's reading that much older, as a
+	// stall does, and holds the world: each may cost a lease it outlived.
+	if sc := s.w.Store.Slow; sc.on() {
+		stall += sc.Max
+		down += time.Duration(sc.Limit) * (sc.Max + c.LeaseTTL + 2*c.Poll + s.w.Policy.AttemptTimeout)
+	}
 	for i := range c.Workers {
 		// A worker's offset: its skew, then every step its clock takes.
 		var k, stepped, forward time.Duration
@@ -118,10 +124,12 @@ func (s *sim) initNodes() {
 	for _, p := range c.Pauses {
 		down += p.For
 	}
+	longest := time.Duration(0)
 	for _, p := range c.Stalls {
 		down += p.For
-		stall = max(stall, p.For)
+		longest = max(longest, p.For)
 	}
+	stall += longest // a stalled call may meet a slow store call too
 	for _, win := range c.StoreOutages {
 		down += win.To - win.From + c.Poll // nothing can be written, then a poll to notice
 	}
@@ -294,7 +302,9 @@ func (s *sim) advance(n *node) {
 	if p, ok := s.due(&s.stalls, n); ok {
 		s.note(n, opStall, dur(p.For))
 		s.coverAll(FaultStall)
-		s.freeze(n, p.For, func() { s.advanceAt(n, at) })
+		// A wake the world held late adds its lateness to the stale
+		// reading: the node froze for p.For, no longer.
+		s.freeze(n, p.For, func(late time.Duration) { s.advanceAt(n, at.Add(late)) })
 		return
 	}
 	s.advanceAt(n, at)
@@ -302,19 +312,26 @@ func (s *sim) advance(n *node) {
 
 // advanceAt calls n's worker's Advance at its clock reading at.
 func (s *sim) advanceAt(n *node, at time.Time) {
-	inc := n.inc
-	s.called(n, inc, at, n.w.Advance(bg, at))
+	inc, start := n.inc, s.elapsed
+	s.slowed = false
+	fx := n.w.Advance(bg, at)
+	s.called(n, inc, at.Add(s.elapsed-start), fx)
 }
 
 // deliver hands n's worker the outcome of one of its sends or probes.
 func (s *sim) deliver(n *node, r worker.Reply) {
-	at, inc := s.clock(n), n.inc
-	s.called(n, inc, at, n.w.Deliver(bg, at, r))
+	at, inc, start := s.clock(n), n.inc, s.elapsed
+	s.slowed = false
+	fx := n.w.Deliver(bg, at, r)
+	s.called(n, inc, at.Add(s.elapsed-start), fx)
 }
 
-// called follows a call of incarnation inc of n's worker, made at its
-// clock reading at, that handed out fx: it performs them and sets the
-// next Advance, unless the node crashed meanwhile. Under
+// called follows a call of incarnation inc of n's worker that handed out
+// fx: it performs them and sets the next Advance, unless the node crashed
+// meanwhile. at is the node's clock reading when the call returned: the
+// reading the call was made at plus what the call took (slow store calls
+// hold the world), against which a send's deadline is checked, as
+// courier.Service.send checks it against the clock when it sends. Under
 // Restarts.CrashAfterPersistRate the single sender may crash right after
 // the call, its sends persisted but never made. The calls are made by
 // its callers, not through a closure passed in: a closure's call and its
@@ -357,7 +374,7 @@ func (s *sim) called(n *node, inc int, at time.Time, fx worker.Effects) {
 			s.cover(FaultPause, x.ID)
 		}
 		sends, probes := sends, fx.Probes // only a pause's closure holds them
-		s.freeze(n, p.For, func() { s.perform(n, sends, probes) })
+		s.freeze(n, p.For, func(time.Duration) { s.perform(n, sends, probes) })
 		return
 	}
 	s.perform(n, sends, fx.Probes)
@@ -434,11 +451,8 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	case worker.LeaseLost:
 		s.note(n, opLoses, str(ev.Detail))
 		s.stats.LeasesLost++
-		if ev.Err == nil {
-			// Given up by the worker's own clock, not refused by the
-			// store: the checker holds it to the lease's expiry.
-			s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.LeaseDropped, Worker: n.name, Token: ev.Token, Detail: ev.Detail})
-		}
+		// Given up by the worker's own clock, not refused by the store,
+		// it is logged as LeaseDropped by the shared mapping below.
 		s.dropped(n, ev.Stream, "lost the stream")
 	case worker.LeaseReleased:
 		s.note(n, opReleases)
@@ -461,10 +475,13 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 		}
 		return
 	}
-	i := s.streamIndex(ev.Stream)
+	i, at := s.streamIndex(ev.Stream), s.now
+	if ev.Kind == worker.Persisted {
+		at = s.savedAt // the store wrote them then (slow.go)
+	}
 	s.observing = observe.Worker(s.observing[:0], n.name, *ev)
 	for _, e := range s.observing {
-		s.observeIn(i, e)
+		s.observeAt(i, e, at)
 	}
 }
 

@@ -134,6 +134,16 @@ type sim struct {
 	// everything else as they did before they existed.
 	rStore, rOperator *rand.Rand
 	storeFaults       int // store call faults injected so far (World.Store.Max)
+	// rSlow draws the slow store calls (World.Store.Slow, slow.go);
+	// slowCalls counts them, and slowed says that the worker call under
+	// way met one.
+	rSlow     *rand.Rand
+	slowCalls int
+	slowed    bool
+	// savedAt is when the store made the last Save of a worker: the
+	// instant its records were persisted, which a slow reply may have
+	// held the world past by the time the worker reports them.
+	savedAt time.Time
 	// paused counts, by stream index, the operator's pauses in force
 	// (World.Operator.Pauses): the stream's Policy refuses it meanwhile.
 	paused []int
@@ -183,6 +193,7 @@ func newSim(w World, seed uint64, opt Options) (*sim, error) {
 		rLease:    stream(seed, "lease"),
 		rStore:    stream(seed, "store"),
 		rOperator: stream(seed, "operator"),
+		rSlow:     stream(seed, "slow"),
 		settledAt: -1,
 		answered:  map[attemptKey]bool{},
 		hash:      xxhash.New(),
@@ -215,7 +226,7 @@ func newSim(w World, seed uint64, opt Options) (*sim, error) {
 // settleWithin is how long after its acceptance an event must be terminal,
 // plus a minute of margin for the run to show it.
 func (s *sim) settleWithin() time.Duration {
-	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute
+	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute + s.w.Store.Slow.held()
 }
 
 func (s *sim) faulty() bool { return s.elapsed < s.w.FaultsEnd }
@@ -294,8 +305,12 @@ func (s *sim) observe(e invariants.Entry) { s.observeIn(s.streamOf(e.ID), e) }
 
 // observeIn logs e in the log of stream i, at the virtual instant and
 // numbered, and has the stream's checker judge it.
-func (s *sim) observeIn(i int, e invariants.Entry) {
-	e.At, e.Step = s.now, s.steps[i]
+func (s *sim) observeIn(i int, e invariants.Entry) { s.observeAt(i, e, s.now) }
+
+// observeAt is observeIn at the instant at, no later than now: an
+// observation of what the store did before a slow reply held the world.
+func (s *sim) observeAt(i int, e invariants.Entry, at time.Time) {
+	e.At, e.Step = at, s.steps[i]
 	s.steps[i]++
 	s.checkers[i].Observe(&e)
 	if s.opt.Logs {
@@ -342,7 +357,7 @@ func (s *sim) simulate() error {
 		if s.q.foreground == 0 && s.settled() {
 			break // only chores left, and nothing for them to do
 		}
-		h := s.q.pop()
+		h := s.pop()
 		if h.at > s.end {
 			s.now, s.elapsed = Epoch.Add(s.end), s.end
 			s.note(nil, opStop, dur(s.end), num(s.q.Len()+1))
@@ -357,6 +372,17 @@ func (s *sim) simulate() error {
 	s.readFinals()
 	s.note(nil, opEnd)
 	return nil
+}
+
+// pop takes the earliest happening off the queue. A slow store call may
+// have held the world past its instant (slow.go): it then happens now,
+// late by what the call held.
+func (s *sim) pop() happening {
+	h := s.q.pop()
+	if h.at < s.elapsed && s.w.Store.Slow.on() {
+		h.at = s.elapsed
+	}
+	return h
 }
 
 // settled reports whether every record in the store is terminal. The

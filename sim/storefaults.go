@@ -13,8 +13,8 @@ import (
 // Store calls that fail one by one (World.Store): a call refused before
 // it changed anything (store.ErrUnavailable), and a write whose reply was
 // lost (store.ErrUnknown) after it was made or before. The simulator's
-// store calls are synchronous, so a slow call is not modelled: a lost
-// reply is what a call that outlives its caller's patience comes to.
+// store calls are synchronous: a slow call holds the world (slow.go), and
+// a lost reply is what a call that outlives its caller's patience comes to.
 //
 // What a failed call did is logged as the store did it, not as the caller
 // believes: a lost reply to a write that was made logs the grant, the
@@ -73,6 +73,7 @@ func (s *sim) callErr(n *node, f callFault, op string) error {
 func (f callFault) undone() bool { return f == callRefused || f == callLostUndone }
 
 func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
+	defer ns.s.hold(ns.s.slowCall(ns.n, "ClaimDue"))
 	s := ns.s
 	f := s.drawCall(true)
 	if f.undone() {
@@ -99,6 +100,7 @@ func (ns *nodeStore) ClaimDue(ctx context.Context, owner string, ttl time.Durati
 // LeaseTTL], as a retried renewal might be: a store must not let it
 // shorten the lease. Inside Store.RenewFailures every renewal is refused.
 func (ns *nodeStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	defer ns.s.hold(ns.s.slowCall(ns.n, "Renew"))
 	s := ns.s
 	if s.inWindows(s.w.Store.RenewFailures) {
 		s.coverAll(FaultRenewFailure)
@@ -141,12 +143,15 @@ func (ns *nodeStore) renewed(i int, l store.Lease, lost bool) {
 // logs the records it persisted, as the store holds them: the worker,
 // told nothing, reports none.
 func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
+	defer ns.s.hold(ns.s.slowCall(ns.n, "Save"))
 	s := ns.s
 	f := s.drawCall(true)
 	if f.undone() {
 		return s.callErr(ns.n, f, "Save")
 	}
-	if err := ns.fenced(ns.Store.Save(ctx, l, ups)); err != nil || f == callOK {
+	err := ns.fenced(ns.Store.Save(ctx, l, ups))
+	s.savedAt = s.now // before a slow reply's hold: when the store wrote
+	if err != nil || f == callOK {
 		return err
 	}
 	i := s.streamIndex(l.Stream)
@@ -163,6 +168,7 @@ func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update
 }
 
 func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, limit int) ([]machine.Record, error) {
+	defer ns.s.hold(ns.s.slowCall(ns.n, "Pending"))
 	if f := ns.s.drawCall(false); f != callOK {
 		return nil, ns.s.callErr(ns.n, f, "Pending")
 	}
@@ -171,6 +177,7 @@ func (ns *nodeStore) Pending(ctx context.Context, l store.Lease, after uint64, l
 }
 
 func (ns *nodeStore) Release(ctx context.Context, l store.Lease) error {
+	defer ns.s.hold(ns.s.slowCall(ns.n, "Release"))
 	s := ns.s
 	f := s.drawCall(true)
 	if f.undone() {

@@ -74,8 +74,9 @@ const (
 	opStreamResume
 	opPolicyRefused
 	opPlatform
+	opSlowCall
 
-	opLast = opPlatform // the last op: formats has one entry per op
+	opLast = opSlowCall // the last op: formats has one entry per op
 )
 
 // formats is each op's text, fmt verbs for its arguments in order. An op
@@ -137,6 +138,7 @@ var formats = [...]string{
 	opStreamResume:      "operator resumes stream %s",
 	opPolicyRefused:     "policy refuses stream %s: paused",
 	opPlatform:          "platform %s: %s",
+	opSlowCall:          "fault slow-call: %s takes %v more, %s",
 }
 
 // argKind says how an arg is encoded and printed.

@@ -204,6 +204,8 @@ type StoreFaults struct {
 	// RenewFailures: every renewal inside one of these windows is refused
 	// (store.ErrUnavailable): bursts shorter and longer than a lease.
 	RenewFailures []Window
+	// Slow makes single worker store calls slow (slow.go).
+	Slow SlowCalls
 }
 
 // Operator acts on the store at drawn instants before FaultsEnd, as an
@@ -526,7 +528,7 @@ func (w World) validateStore() error {
 			return bad("Store.RenewFailures", "%v must be a span that ends by FaultsEnd (%v)", win, w.FaultsEnd)
 		}
 	}
-	return nil
+	return st.Slow.validate(w)
 }
 
 func (f StoreFaults) describe() string {
@@ -543,7 +545,7 @@ func (f StoreFaults) describe() string {
 	if len(f.RenewFailures) > 0 {
 		s += fmt.Sprintf(" renew-failures=%v", f.RenewFailures)
 	}
-	return s
+	return s + f.Slow.describe()
 }
 
 func (o Operator) describe() string {

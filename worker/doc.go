@@ -17,7 +17,12 @@
 // back (store.Release) once nothing has been left to do for IdleRelease.
 // It asks Config.Policy again at each renewal: a stream refused there (an
 // operator paused it) drains as a stopping worker does, and is given back
-// once the attempts it sent are answered.
+// once the attempts it sent are answered. A reply that finds the renewal
+// overdue (the worker stalled) waits for it and its Policy check. When
+// its own clock says a lease ran out, the worker renews once more before
+// it gives the lease up: a renewal whose reply was lost may have kept it.
+// A lease lost in the middle of a call takes back the sends and probes
+// that call handed out under it.
 //
 // When the store refuses a write as stale (store.ErrStaleLease), the
 // worker drops the stream's machine and never acts on the stream again:

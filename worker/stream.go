@@ -98,10 +98,7 @@ func (st *stream) leased(start time.Time, c *Config) {
 }
 
 func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
-	if !now.Before(st.expiresAt) {
-		// Renewals failed for a whole lease: another worker may own the
-		// stream now. Stop acting on it; the lease runs out in the store.
-		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded", nil)
+	if !now.Before(st.expiresAt) && !w.lastRenewal(ctx, st, now) {
 		return
 	}
 	if !now.Before(st.renewAt) && !w.renewAndRecheck(ctx, st, now) {
@@ -155,6 +152,34 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 	return true
 }
 
+// lastRenewal is tried once when the worker's clock says the lease has
+// run out, before the worker gives it up. Renewals failed for a whole
+// lease, but one whose reply was lost may have extended it in the store:
+// asking once more keeps a stream the worker still owns, where giving it
+// up would leave it unserved until the store's lease ran out. Nothing is
+// sent meanwhile (every send's deadline was the old end). It reports
+// whether the lease is held; a renewal that succeeds asks Policy again,
+// as every renewal does.
+func (w *Worker) lastRenewal(ctx context.Context, st *stream, now time.Time) bool {
+	l, err := w.cfg.Store.Renew(ctx, st.lease, w.cfg.LeaseTTL)
+	switch {
+	case errors.Is(err, store.ErrStaleLease):
+		w.lose(st, "last renewal refused: "+err.Error(), err)
+		return false
+	case err != nil:
+		// Another worker may own the stream now. Stop acting on it; the
+		// lease runs out in the store.
+		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "Renew", Err: err})
+		w.lose(st, "the lease ran out by the worker's clock before a renewal succeeded", nil)
+		return false
+	}
+	st.lease = l
+	st.leased(now, &w.cfg)
+	w.observe(Event{Kind: LeaseRenewed, Stream: l.Stream, Token: l.Token, Detail: "last renewal"})
+	w.recheck(st, now)
+	return true
+}
+
 // renewAndRecheck renews the lease and asks Policy again whether the
 // stream may still be delivered: a pause or a disabled endpoint then
 // stops an owner within one RenewEvery, not only the next takeover. It is
@@ -164,8 +189,15 @@ func (w *Worker) renewAndRecheck(ctx context.Context, st *stream, now time.Time)
 	if !w.renew(ctx, st, now) {
 		return false
 	}
+	w.recheck(st, now)
+	return true
+}
+
+// recheck asks Policy whether the stream may still be delivered, and
+// starts closing it if not.
+func (w *Worker) recheck(st *stream, now time.Time) {
 	if st.closing != "" {
-		return true
+		return
 	}
 	if _, err := w.policy(st.lease.Stream); err != nil {
 		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Token: st.lease.Token,
@@ -174,7 +206,6 @@ func (w *Worker) renewAndRecheck(ctx context.Context, st *stream, now time.Time)
 		st.closeBy = now.Add(st.cfg.AttemptTimeout)
 		st.idleSince = time.Time{}
 	}
-	return true
 }
 
 // closeIfDone releases a closing stream once no attempt it sent awaits

@@ -77,28 +77,19 @@ type Config struct {
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config.
 var ErrInvalidConfig = errors.New("worker: invalid config")
 
+// WithDefaults returns c with the defaults New fills in, unchecked: what
+// a recorder of a worker's run tells the checker (ClockMargin and
+// RenewEvery, which the lease-kept and pause rules judge by).
+func (c Config) WithDefaults() Config {
+	c.defaults()
+	return c
+}
+
 func (c *Config) validate() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
-	if c.RenewEvery == 0 {
-		c.RenewEvery = c.LeaseTTL / 3
-	}
-	if c.ClockMargin == 0 {
-		c.ClockMargin = c.LeaseTTL / 10
-	}
-	if c.IdleRelease == 0 {
-		c.IdleRelease = c.Poll
-	}
-	if c.RetryAfterFailure == 0 {
-		c.RetryAfterFailure = c.Poll / 4
-	}
-	if c.PageSize == 0 {
-		c.PageSize = 1000
-	}
-	if c.RetentionEvery == 0 {
-		c.RetentionEvery = time.Minute
-	}
+	c.defaults()
 	switch {
 	case c.Owner == "":
 		return bad("Owner", "is empty")
@@ -128,6 +119,28 @@ func (c *Config) validate() error {
 		return bad("RetentionEvery", "is %v; must not be negative", c.RetentionEvery)
 	}
 	return nil
+}
+
+// defaults fills in the zero fields that have a default.
+func (c *Config) defaults() {
+	if c.RenewEvery == 0 {
+		c.RenewEvery = c.LeaseTTL / 3
+	}
+	if c.ClockMargin == 0 {
+		c.ClockMargin = c.LeaseTTL / 10
+	}
+	if c.IdleRelease == 0 {
+		c.IdleRelease = c.Poll
+	}
+	if c.RetryAfterFailure == 0 {
+		c.RetryAfterFailure = c.Poll / 4
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 1000
+	}
+	if c.RetentionEvery == 0 {
+		c.RetentionEvery = time.Minute
+	}
 }
 
 // Worker owns up to MaxStreams streams of a shared store and carries out
@@ -247,6 +260,9 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 	if st != nil {
 		defer w.reschedule(st)
 	}
+	if st != nil && !w.renewedBeforeReply(ctx, st, now) {
+		st = nil // lost: the reply is dropped below
+	}
 	if st == nil || st.m == nil || st.gen != r.Gen {
 		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
 			Detail: "the machine that asked for it is gone"})
@@ -278,6 +294,23 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 	}
 	w.step(ctx, st, now, in)
 	return w.flush()
+}
+
+// renewedBeforeReply does first what Advance would do first at now: a
+// worker that woke from a stall may find replies queued ahead of its
+// overdue renewal, and a reply that frees a slot must not start an
+// attempt on a stream an operator paused meanwhile. So a lease the
+// worker's clock says ran out is given up, and an overdue renewal (with
+// its Policy check) is carried out before the reply. It reports false if
+// the stream was lost.
+func (w *Worker) renewedBeforeReply(ctx context.Context, st *stream, now time.Time) bool {
+	if !now.Before(st.expiresAt) && !w.lastRenewal(ctx, st, now) {
+		return false
+	}
+	if now.Before(st.renewAt) {
+		return true
+	}
+	return w.renewAndRecheck(ctx, st, now)
 }
 
 // Enqueued says that a local producer enqueued rec (as Store.Enqueue
@@ -445,7 +478,9 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	}
 	if err != nil {
 		w.observe(Event{Kind: Faulted, Stream: l.Stream, Err: fmt.Errorf("policy for stream %q: %w", l.Stream, err)})
-		if err := w.cfg.Store.Release(ctx, l); err != nil {
+		// A lease the store calls stale ran out already (a slow call):
+		// there is nothing left to give back.
+		if err := w.cfg.Store.Release(ctx, l); err != nil && !errors.Is(err, store.ErrStaleLease) {
 			w.observe(Event{Kind: StoreFailed, Stream: l.Stream, Op: "Release", Err: err})
 		}
 		return
@@ -471,7 +506,19 @@ func (w *Worker) forget(st *stream) {
 // err is the store's refusal, if it gave one.
 func (w *Worker) lose(st *stream, why string, err error) {
 	w.observe(Event{Kind: LeaseLost, Stream: st.lease.Stream, Token: st.lease.Token, Detail: why, Err: err})
+	w.withdraw(st.lease)
 	w.forget(st)
+}
+
+// withdraw takes back the sends and probes the call under way handed out
+// under lease l, which it has just lost: a slow store call may lose a
+// lease in the middle of a call whose claim then takes the stream again,
+// and the old lease's attempts must not go out beside the new machine's.
+// They are matched by stream and token, so the new lease's stay.
+func (w *Worker) withdraw(l store.Lease) {
+	of := func(stream string, token uint64) bool { return stream == l.Stream && token == l.Token }
+	w.out.Sends = slices.DeleteFunc(w.out.Sends, func(x Send) bool { return of(x.Stream, x.Token) })
+	w.out.Probes = slices.DeleteFunc(w.out.Probes, func(p Probe) bool { return of(p.Stream, p.Token) })
 }
 
 // release gives the stream back.

@@ -42,7 +42,10 @@ type env struct {
 type faultStore struct {
 	*memstore.Store
 	loseSaveReply bool
-	calls         map[string]int
+	// loseRenewReply, if set, says whether a renewal the store made
+	// loses its reply (store.ErrUnknown).
+	loseRenewReply func() bool
+	calls          map[string]int
 }
 
 func (f *faultStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
@@ -62,7 +65,11 @@ func (f *faultStore) Pending(ctx context.Context, l store.Lease, after uint64, l
 
 func (f *faultStore) Renew(ctx context.Context, l store.Lease, d time.Duration) (store.Lease, error) {
 	f.calls["Renew"]++
-	return f.Store.Renew(ctx, l, d)
+	nl, err := f.Store.Renew(ctx, l, d)
+	if err == nil && f.loseRenewReply != nil && f.loseRenewReply() {
+		return store.Lease{}, fmt.Errorf("%w: reply lost after commit", store.ErrUnknown)
+	}
+	return nl, err
 }
 
 func policy() machine.Config {
@@ -745,4 +752,174 @@ func newPausableEnv(t *testing.T, paused *bool) *env {
 			return policy(), nil
 		}
 	})
+}
+
+// A worker that wakes from a stall to a reply queued ahead of its overdue
+// renewal renews and asks Policy first: the reply frees the window, and
+// must not start the next event on a stream an operator paused meanwhile
+// (seed 615000000421 of the swarm).
+func TestOverdueRecheckBeforeReply(t *testing.T) {
+	paused := false
+	e := newPausableEnv(t, &paused)
+	e.enqueue("s", "e1")
+	e.enqueue("s", "e2")
+	x := oneSend(t, e.advance(), "e1", 1)
+	paused = true
+	e.clock.Advance(ttl / 2) // frozen past the renewal, not past the lease
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 {
+		t.Fatalf("the reply to a stalled owner started %+v on a paused stream", fx.Sends)
+	}
+	if e.st.calls["Renew"] != 1 || e.count(worker.Faulted) != 1 {
+		t.Fatalf("renewals=%d faults=%d: the overdue renewal and its Policy check must come before the reply", e.st.calls["Renew"], e.count(worker.Faulted))
+	}
+	if r := e.record("e1"); r.State != machine.Delivered {
+		t.Fatalf("the reply was not persisted: e1 is %s", r.State)
+	}
+	if r := e.record("e2"); r.Attempts != 0 {
+		t.Fatalf("the pause cost e2 an attempt: %d", r.Attempts)
+	}
+}
+
+// A reply that comes after the lease ran out by the worker's clock is
+// dropped, and the stream given up, as Advance would at that reading.
+func TestReplyPastTheLeaseByOwnClockIsDropped(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.clock.Advance(ttl)
+	if fx := e.deliver(x.Reply(delivered())); len(fx.Sends) != 0 || e.w.Owns("s") {
+		t.Fatalf("owns=%v sends=%+v: a lease past its end by the worker's clock was acted on", e.w.Owns("s"), fx.Sends)
+	}
+	if e.count(worker.LeaseLost) != 1 || e.count(worker.ReplyDropped) != 1 {
+		t.Fatalf("lost=%d dropped=%d, want 1 and 1", e.count(worker.LeaseLost), e.count(worker.ReplyDropped))
+	}
+	if r := e.record("e1"); r.State == machine.Delivered {
+		t.Fatal("a reply past the lease's end was persisted")
+	}
+}
+
+// A worker whose renewals' replies were all lost renews once more when
+// its own clock says the lease ran out: the store renewed it meanwhile,
+// so the worker keeps the stream rather than leave it unserved until the
+// store's lease runs out.
+func TestLastRenewalBeforeALeaseIsGivenUp(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.Poll = time.Minute })
+	e.enqueue("s", "e1")
+	oneSend(t, e.advance(), "e1", 1)
+	end := epoch.Add(ttl - ttl/10) // the lease's end by the worker's clock
+	e.st.loseRenewReply = func() bool { return e.now().Before(end) }
+	for e.now().Before(end) {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+		if !e.w.Owns("s") {
+			t.Fatalf("the stream was given up at %v, though the store still held it", e.now().Sub(epoch))
+		}
+	}
+	if !e.w.Owns("s") || e.count(worker.LeaseLost) != 0 {
+		t.Fatalf("owns=%v lost=%d at %v: the last renewal did not keep a lease the store still held",
+			e.w.Owns("s"), e.count(worker.LeaseLost), e.now().Sub(epoch))
+	}
+	if e.count(worker.LeaseRenewed) != 1 {
+		t.Fatalf("%d renewals reported, want the last one", e.count(worker.LeaseRenewed))
+	}
+}
+
+// A last renewal the store does not answer gives the lease up by the
+// worker's clock, at its end: no later.
+func TestFailedLastRenewalGivesTheLeaseUp(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) { c.Poll = time.Minute })
+	e.enqueue("s", "e1")
+	oneSend(t, e.advance(), "e1", 1)
+	e.st.loseRenewReply = func() bool { return true }
+	for e.w.Owns("s") {
+		e.clock.Advance(e.w.Next().Sub(e.now()))
+		e.advance()
+	}
+	if got, want := e.now(), epoch.Add(ttl-ttl/10); !got.Equal(want) {
+		t.Fatalf("given up at %v, want at its end by the worker's clock %v", got.Sub(epoch), want.Sub(epoch))
+	}
+	if e.count(worker.LeaseLost) != 1 {
+		t.Fatal("the loss was not reported")
+	}
+}
+
+// slowClaimStore is memstore whose next ClaimDue, once armed, is slow
+// before the store acts: the store's clock moves past every lease first.
+type slowClaimStore struct {
+	*faultStore
+	clock *storetest.Clock
+	armed bool
+}
+
+func (s *slowClaimStore) ClaimDue(ctx context.Context, owner string, d time.Duration, max int) ([]store.Lease, error) {
+	if s.armed {
+		s.armed = false
+		s.clock.Advance(ttl + time.Second)
+	}
+	return s.faultStore.ClaimDue(ctx, owner, d, max)
+}
+
+// A call that hands out a send, then loses its lease in a slow claim that
+// grants the same stream anew, takes the old lease's send back: only the
+// new lease's machine acts on the stream.
+func TestSendOfALeaseLostInTheSameCallIsWithdrawn(t *testing.T) {
+	var slow *slowClaimStore
+	e := newEnv(t, func(c *worker.Config) {
+		slow = &slowClaimStore{faultStore: c.Store.(*faultStore)}
+		c.Store = slow
+	})
+	slow.clock = e.clock
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503}))
+	e.clock.Advance(e.w.Next().Sub(e.now()))
+	slow.armed = true
+	fx := e.advance()
+	if slow.armed {
+		t.Fatal("the retry's call made no claim: the test does not reach the loss")
+	}
+	if e.count(worker.LeaseLost) != 1 || e.count(worker.Sent) < 2 {
+		t.Fatalf("lost=%d sent=%d: the call must send the retry, then lose the lease to the claim", e.count(worker.LeaseLost), e.count(worker.Sent))
+	}
+	for _, s := range fx.Sends {
+		if s.Token == x.Token {
+			t.Fatalf("the call handed out %s#%d under the lease it lost (token %d)", s.ID, s.Attempt.Attempt, s.Token)
+		}
+	}
+}
+
+// slowGrantStore is memstore whose ClaimDue reply comes after the leases
+// it granted ran out, as a slow call's may.
+type slowGrantStore struct {
+	*faultStore
+	clock *storetest.Clock
+}
+
+func (s *slowGrantStore) ClaimDue(ctx context.Context, owner string, d time.Duration, max int) ([]store.Lease, error) {
+	ls, err := s.faultStore.ClaimDue(ctx, owner, d, max)
+	s.clock.Advance(d + time.Second)
+	return ls, err
+}
+
+// A grant Policy refuses is given back; when its reply came so late that
+// the store calls the lease stale, it ran out already: nothing is left to
+// give back, and no store failure is reported (swarm seed 7, slow calls).
+func TestRefusedGrantThatRanOutIsNoStoreFailure(t *testing.T) {
+	paused := true
+	e := newPausableEnv(t, &paused)
+	cfg := e.w.Config()
+	cfg.Store = &slowGrantStore{faultStore: e.st, clock: e.clock}
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w = w
+	e.enqueue("s", "e1")
+	e.advance()
+	if e.w.Owns("s") || e.count(worker.Faulted) != 1 {
+		t.Fatalf("owns=%v faults=%d: the refused grant must be given back and reported", e.w.Owns("s"), e.count(worker.Faulted))
+	}
+	if n := e.count(worker.StoreFailed); n != 0 {
+		t.Fatalf("%d store failures reported for a release of a lease that ran out", n)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/courierlab/courier"
+	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/store"
@@ -32,7 +33,8 @@ type api struct {
 	st      store.Store
 	plat    *platform.Service
 	pauses  *pauses
-	replays *replays // bulk replay jobs (replay.go)
+	rec     *recorder // serve -record's log of pauses and resumes; nil without
+	replays *replays  // bulk replay jobs (replay.go)
 	log     *slog.Logger
 	tokens  [][sha256.Size]byte // hashed, so the comparison's time does not depend on a token's length
 	metrics http.Handler
@@ -533,13 +535,11 @@ func (a *api) pause(on bool) http.HandlerFunc {
 		if !a.knownDest(w, r, stream) {
 			return
 		}
-		var err error
+		kind, change := invariants.Resumed, func() error { return a.pauses.Resume(r.Context(), stream) }
 		if on {
-			err = a.pauses.Pause(r.Context(), stream, "api")
-		} else {
-			err = a.pauses.Resume(r.Context(), stream)
+			kind, change = invariants.Paused, func() error { return a.pauses.Pause(r.Context(), stream, "api") }
 		}
-		if err != nil {
+		if err := a.rec.operator(kind, stream, change); err != nil {
 			writeErr(w, http.StatusServiceUnavailable, "recording the pause: %v", err)
 			return
 		}

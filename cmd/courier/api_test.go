@@ -127,25 +127,37 @@ max_payload_bytes = 1024
 // the test's end.
 func startServeConfig(t *testing.T, c *Config) string {
 	t.Helper()
+	base, _ := startServeHooks(t, c, nil)
+	return base
+}
+
+// startServeHooks is startServeConfig with hooks h (nil: none); it also
+// returns a func that stops serve and waits for it, once.
+func startServeHooks(t *testing.T, c *Config, h *hooks) (base string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serveConfig(ctx, c, slog.New(slog.DiscardHandler), ready, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := await(t, "serve after its context ended", done, testLimit); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	go func() { done <- serveConfig(ctx, c, slog.New(slog.DiscardHandler), ready, h) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := await(t, "serve after its context ended", done, testLimit); err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case addr := <-ready:
-		return "http://" + addr
+		return "http://" + addr, stop
 	case err := <-done:
 		t.Fatalf("serve ended at start: %v", err)
 	case <-time.After(testLimit):
 		t.Fatalf("serve did not start within %v", testLimit)
 	}
-	return ""
+	return "", stop
 }
 
 type reply struct {

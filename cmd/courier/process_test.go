@@ -488,6 +488,7 @@ func judge(t *testing.T, cfgPath string, logs []string, open opener, recv *recor
 	slack := c.LeaseTTL.Duration + 2*c.Poll.Duration + 5*time.Second // the killed owner's lease, polls, a loaded machine
 	run := invariants.Run{Policy: pol, Finished: true, HealedAt: healed, Slack: slack, Skew: 10 * time.Millisecond,
 		LivenessBound: invariants.LivenessBound(pol, len(ids), 0, 50*time.Millisecond) + slack}
+	leaseRules(&run, c)
 	for _, e := range entries {
 		run.Add(e)
 	}

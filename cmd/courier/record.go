@@ -230,8 +230,62 @@ func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Upd
 	return nil
 }
 
+// Replay logs an operator's replay that the store made (Replayed), with
+// the replay's fencing token and the record as the store now holds it.
+func (s recordingStore) Replay(ctx context.Context, id, by string) (store.Record, error) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	r, err := s.Store.Replay(ctx, id, by)
+	if err != nil {
+		return r, err
+	}
+	var token uint64
+	if h := r.History; len(h) > 0 {
+		token = h[len(h)-1].Token
+	}
+	m := r.Machine()
+	s.rec.addLocked(invariants.Entry{Kind: invariants.Replayed, ID: m.ID, Seq: m.Seq, Worker: by, Token: token, Record: m})
+	return r, nil
+}
+
+// operator makes an operator's pause or resume of stream (change) and
+// logs it as kind (invariants.Paused or Resumed), under the log's lock:
+// no worker logs a send between the change and its entry, so a takeover
+// the resume allowed is never logged before the resume. A nil recorder
+// only makes the change.
+func (r *recorder) operator(kind invariants.Kind, stream string, change func() error) error {
+	if r == nil {
+		return change()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := change(); err != nil {
+		return err
+	}
+	r.addLocked(invariants.Entry{At: time.Now(), Kind: kind, Detail: stream})
+	return nil
+}
+
+// leaseRules sets what the lease-kept and pause rules judge a recorded
+// serve run of config c by: its workers' ClockMargin, and their
+// RenewEvery, how soon an owner asks Policy again (Recheck). serve gives
+// its workers c's lease_ttl and poll and leaves both to the worker's
+// defaults.
+func leaseRules(run *invariants.Run, c *Config) {
+	wc := worker.Config{LeaseTTL: c.LeaseTTL.Duration, Poll: c.Poll.Duration}.WithDefaults()
+	run.ClockMargin, run.Recheck = wc.ClockMargin, wc.RenewEvery
+}
+
 // hooks let the demo observe a serve run; serve passes nil.
 type hooks struct {
 	rec   *recorder
 	store store.Store // set by serveConfig: the store, for the final state
+}
+
+// recorder is the run's recorder, nil without hooks.
+func (h *hooks) recorder() *recorder {
+	if h == nil {
+		return nil
+	}
+	return h.rec
 }

@@ -271,7 +271,7 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	var stopping atomic.Bool
 	rp := newReplays(st, log)
 	defer rp.stop() // the jobs end before the store closes
-	a := &api{cfg: c, svc: svc, st: st, plat: plat, pauses: be.pauses, replays: rp, log: log,
+	a := &api{cfg: c, svc: svc, st: st, plat: plat, pauses: be.pauses, rec: h.recorder(), replays: rp, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}
 	handler, err := instrumentAPI(a.handler(), mp, tp)
 	if err != nil {

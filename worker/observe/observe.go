@@ -23,11 +23,14 @@ import (
 //   - Sent, Probed, Replied, ProbeReplied, CircuitChanged, Adopted: one
 //     entry each;
 //   - Rebuilt: Restarted (a fresh machine took over the stream), then
-//     CircuitChanged with the circuit it recovered.
+//     CircuitChanged with the circuit it recovered;
+//   - LeaseLost by the worker's own clock (no store error): LeaseDropped,
+//     which the lease-kept rule holds to the expiry the store told it.
 //
-// Every other kind (leases, store failures, drops) makes none: a recorder
-// logs grants and renewals from the store's replies, which carry the
-// expiry the checker needs.
+// Every other kind (grants, renewals, losses the store refused, store
+// failures, dropped replies) makes none: a recorder logs grants and
+// renewals from the store's replies, which carry the expiry the checker
+// needs.
 func Worker(dst []invariants.Entry, owner string, ev worker.Event) []invariants.Entry {
 	at := ev.At
 	switch ev.Kind {
@@ -53,6 +56,10 @@ func Worker(dst []invariants.Entry, owner string, ev worker.Event) []invariants.
 		dst = append(dst, invariants.Entry{At: at, Worker: owner, Kind: invariants.CircuitChanged, Circuit: ev.Circuit})
 	case worker.Adopted:
 		dst = append(dst, invariants.Entry{At: at, Worker: owner, Kind: invariants.Adopted, ID: ev.ID, Seq: ev.Seq})
+	case worker.LeaseLost:
+		if ev.Err == nil {
+			dst = append(dst, invariants.Entry{At: at, Worker: owner, Kind: invariants.LeaseDropped, Token: ev.Token, Detail: ev.Detail})
+		}
 	case worker.Rebuilt:
 		dst = append(dst,
 			invariants.Entry{At: at, Worker: owner, Kind: invariants.Restarted, Detail: "took over the stream"},

@@ -57,6 +57,10 @@ func TestWorker(t *testing.T) {
 			{At: at, Kind: invariants.CircuitChanged, Worker: "w", Circuit: machine.Open},
 		}},
 		{"lease granted", worker.Event{Kind: worker.LeaseGranted, Token: 3}, nil},
+		{"lease dropped by the worker's clock", worker.Event{Kind: worker.LeaseLost, Token: 3, Detail: "ran out"}, []invariants.Entry{
+			{At: at, Kind: invariants.LeaseDropped, Worker: "w", Token: 3, Detail: "ran out"},
+		}},
+		{"lease refused by the store", worker.Event{Kind: worker.LeaseLost, Token: 3, Err: errors.New("stale")}, nil},
 		{"store failed", worker.Event{Kind: worker.StoreFailed, Op: "Save", Err: errors.New("down")}, nil},
 		{"reply dropped", worker.Event{Kind: worker.ReplyDropped, ID: "e1"}, nil},
 	}
