@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/internal/plant"
@@ -30,6 +31,9 @@ type ReplayedPage struct {
 	Skipped  int
 	Failed   int
 	Errors   []error
+	// Again counts those ResumeDeadPage left alone because the same
+	// replayer had replayed them already (ReplayDeadPage: 0).
+	Again int
 	// Next is the Seq to list after for the next page; Last reports that
 	// this page was the last.
 	Next uint64
@@ -44,6 +48,21 @@ type ReplayedPage struct {
 // a replay that fails is counted in the page. When ctx ends it stops
 // before the next dead letter and returns the page so far.
 func ReplayDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string) (ReplayedPage, error) {
+	return replayDeadPage(ctx, st, stream, since, after, limit, by, false)
+}
+
+// ResumeDeadPage is ReplayDeadPage for a job that may have gone through
+// part of this page before it stopped (its process killed before it
+// saved its cursor): a dead letter whose history holds a replay by by
+// already (it was replayed, then died again) is not replayed again, but
+// counted in Again. So a job, by its own name, replays each dead letter
+// at most once, however often it is resumed. (The store alone would not
+// stop the second replay: the letter is dead again.)
+func ResumeDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string) (ReplayedPage, error) {
+	return replayDeadPage(ctx, st, stream, since, after, limit, by, true)
+}
+
+func replayDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string, resume bool) (ReplayedPage, error) {
 	recs, err := st.DeadLetters(ctx, stream, after, limit)
 	if err != nil {
 		return ReplayedPage{}, fmt.Errorf("listing dead letters: %w", err)
@@ -58,6 +77,10 @@ func ReplayDeadPage(ctx context.Context, st store.Store, stream string, since ti
 			continue
 		}
 		page.Listed++
+		if resume && replayedBy(rec, by) {
+			page.Again++
+			continue
+		}
 		got, err := st.Replay(ctx, rec.ID, by)
 		switch {
 		case err == nil:
@@ -70,6 +93,11 @@ func ReplayDeadPage(ctx context.Context, st store.Store, stream string, since ti
 		}
 	}
 	return page, nil
+}
+
+// replayedBy reports whether rec's history holds a replay by by.
+func replayedBy(rec store.Record, by string) bool {
+	return slices.ContainsFunc(rec.History, func(a store.Action) bool { return a.Kind == store.Replayed && a.By == by })
 }
 
 // Chosen reports whether a bulk replay since since replays rec: an

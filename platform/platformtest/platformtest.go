@@ -55,6 +55,9 @@ var checks = []struct {
 	{"attempts-retention", attemptsRetention},
 	{"endpoint-health", endpointHealth},
 	{"disable-endpoint", disableEndpoint},
+	{"jobs-lifecycle", jobsLifecycle},
+	{"jobs-cancel", jobsCancel},
+	{"jobs-bad-arguments", jobsBadArguments},
 }
 
 // env is one check's store and clock.

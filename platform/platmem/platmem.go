@@ -25,6 +25,7 @@ type Store struct {
 	keys      map[string]string // app + "\x00" + idempotency key -> message ID
 	attempts  map[string]platform.Attempt
 	health    map[string]platform.EndpointHealth // by endpoint ID
+	jobs      map[string]platform.ReplayJob      // bulk replay jobs by ID (jobs.go)
 }
 
 var _ platform.Store = (*Store)(nil)
@@ -36,7 +37,7 @@ func New(now func() time.Time) *Store {
 	}
 	return &Store{now: now, apps: map[string]platform.Application{}, endpoints: map[string]platform.Endpoint{},
 		types: map[string]platform.EventType{}, messages: map[string]platform.Message{}, keys: map[string]string{},
-		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}}
+		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}, jobs: map[string]platform.ReplayJob{}}
 }
 
 // clock is the store's now, at the microsecond, as the SQL stores keep it.
