@@ -46,7 +46,8 @@ type ReplayedPage struct {
 // dies again keeps its Seq, behind the replay, so paging from Next ends.
 // It returns an error only when the listing fails (nothing replayed);
 // a replay that fails is counted in the page. When ctx ends it stops
-// before the next dead letter and returns the page so far.
+// before the next dead letter, or during one's replay (that one not
+// counted, Next before it), and returns the page so far, not Last.
 func ReplayDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string) (ReplayedPage, error) {
 	return replayDeadPage(ctx, st, stream, since, after, limit, by, false)
 }
@@ -70,29 +71,41 @@ func replayDeadPage(ctx context.Context, st store.Store, stream string, since ti
 	page := ReplayedPage{Next: after, Last: len(recs) < limit}
 	for _, rec := range recs {
 		if ctx.Err() != nil {
+			page.Last = false
 			return page, nil // stopped: the rest is not counted
 		}
+		if Chosen(rec, since) && !replayOne(ctx, st, rec, by, resume, &page) {
+			page.Last = false
+			return page, nil // stopped during its replay: rec is listed again from Next
+		}
 		page.Next = rec.Seq
-		if !Chosen(rec, since) {
-			continue
-		}
-		page.Listed++
-		if resume && replayedBy(rec, by) {
-			page.Again++
-			continue
-		}
-		got, err := st.Replay(ctx, rec.ID, by)
-		switch {
-		case err == nil:
-			page.Replayed = append(page.Replayed, got)
-		case errors.Is(err, store.ErrInvalidWrite), errors.Is(err, store.ErrNotFound):
-			page.Skipped++
-		default:
-			page.Failed++
-			page.Errors = append(page.Errors, fmt.Errorf("%s: %w", rec.ID, err))
-		}
 	}
 	return page, nil
+}
+
+// replayOne replays the chosen dead letter rec and counts it in page;
+// false if ctx ended during its replay (not counted: its outcome is
+// unknown).
+func replayOne(ctx context.Context, st store.Store, rec store.Record, by string, resume bool, page *ReplayedPage) bool {
+	if resume && replayedBy(rec, by) {
+		page.Listed++
+		page.Again++
+		return true
+	}
+	got, err := st.Replay(ctx, rec.ID, by)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false
+	case err == nil:
+		page.Replayed = append(page.Replayed, got)
+	case errors.Is(err, store.ErrInvalidWrite), errors.Is(err, store.ErrNotFound):
+		page.Skipped++
+	default:
+		page.Failed++
+		page.Errors = append(page.Errors, fmt.Errorf("%s: %w", rec.ID, err))
+	}
+	page.Listed++
+	return true
 }
 
 // replayedBy reports whether rec's history holds a replay by by.

@@ -135,3 +135,50 @@ func TestResumeDeadPageReplaysOnce(t *testing.T) {
 		t.Errorf("ReplayDeadPage of a and b dead again = %+v, %v; want both replayed (it does not look at the history)", other, err)
 	}
 }
+
+// stoppingStore ends the replay's context during the replay of stop,
+// which then fails as a store call cut short does.
+type stoppingStore struct {
+	store.Store
+	stop   string
+	cancel context.CancelFunc
+}
+
+func (s stoppingStore) Replay(ctx context.Context, id, by string) (store.Record, error) {
+	if id == s.stop {
+		s.cancel()
+		return store.Record{}, ctx.Err()
+	}
+	return s.Store.Replay(ctx, id, by)
+}
+
+// A page stopped during a replay counts that dead letter nowhere and
+// leaves Next before it, so that the job's next page lists it again;
+// the page is not Last.
+func TestReplayDeadPageStoppedDuringAReplay(t *testing.T) {
+	st := memstore.New(time.Now)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, _, err := st.Enqueue(t.Context(), "ep", id, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := st.ClaimDue(t.Context(), "w", time.Minute, 1)
+	if err != nil || len(lease) != 1 {
+		t.Fatalf("claim: %v %v", lease, err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		up := store.Update{ID: id, Delivery: store.Delivery{State: machine.Dead, Reason: machine.Expired}}
+		if err := st.Save(t.Context(), lease[0], []store.Update{up}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	page, err := platform.ResumeDeadPage(ctx, stoppingStore{Store: st, stop: "b", cancel: cancel}, "ep", time.Time{}, 0, 10, "job")
+	if err != nil || page.Listed != 1 || len(page.Replayed) != 1 || page.Failed != 0 || page.Next != 1 || page.Last {
+		t.Errorf("page stopped during b's replay = %+v, %v; want a replayed, b not counted, next 1, not last", page, err)
+	}
+	next, err := platform.ResumeDeadPage(t.Context(), st, "ep", time.Time{}, page.Next, 10, "job")
+	if err != nil || len(next.Replayed) != 2 || next.Replayed[0].ID != "b" || !next.Last {
+		t.Errorf("the next page = %+v, %v; want b and c replayed", next, err)
+	}
+}

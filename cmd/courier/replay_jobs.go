@@ -188,9 +188,11 @@ func (r *jobRun) run() {
 	stream, by := platform.StreamOf(r.j.EndpointID), "replay "+r.j.ID
 	for {
 		page, err := platform.ResumeDeadPage(r.ctx, rp.st, stream, r.j.Since, r.j.Cursor, rp.page, by)
-		if err != nil && r.ctx.Err() == nil {
-			r.j.State, r.j.Error = platform.JobFailed, err.Error()
-			r.end()
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.j.State, r.j.Error = platform.JobFailed, err.Error()
+			}
+			r.end() // failed, or stopped: saved as it stands
 			return
 		}
 		r.count(page)
