@@ -191,3 +191,35 @@ func jobsBadArguments(e *env) {
 	_, err = e.s.ListReplayJobs(e.ctx, b.ID, ep.ID, "", 10)
 	e.wantErr("ListReplayJobs of another application's endpoint", err, platform.ErrNotFound)
 }
+
+// jobsDeleted: deleting an endpoint deletes its jobs, and deleting an
+// application all of its endpoints'; a running job deleted so is no
+// longer claimed, and its owner's next save fails.
+func jobsDeleted(e *env) {
+	a, b := e.app("a"), e.app("b")
+	ep, kept := e.create(e.endpoint(a.ID)), e.create(e.endpoint(a.ID))
+	theirs := e.create(e.endpoint(b.ID))
+	gone, stays, theirJob := e.startJob(e.job(ep, "serve-1"), time.Second), e.startJob(e.job(kept, "serve-1"), time.Second),
+		e.startJob(e.job(theirs, "serve-1"), time.Second)
+	if err := e.s.DeleteEndpoint(e.ctx, a.ID, ep.ID); err != nil {
+		e.t.Fatal(err)
+	}
+	_, err := e.s.SaveReplayJob(e.ctx, gone, time.Second)
+	e.wantErr("a save of a deleted endpoint's job", err, platform.ErrNotFound)
+	if _, err := e.s.GetReplayJob(e.ctx, a.ID, kept.ID, stays.ID); err != nil {
+		e.t.Errorf("another endpoint's job after a delete: %v", err)
+	}
+	if err := e.s.DeleteApp(e.ctx, b.ID); err != nil {
+		e.t.Fatal(err)
+	}
+	_, err = e.s.SaveReplayJob(e.ctx, theirJob, time.Second)
+	e.wantErr("a save of a deleted application's job", err, platform.ErrNotFound)
+	e.tick(time.Hour)
+	j, ok, err := e.s.ClaimReplayJob(e.ctx, "serve-2", time.Second)
+	if err != nil || !ok || j.ID != stays.ID {
+		e.t.Errorf("ClaimReplayJob after the deletes = %+v, %v, %v; want only %s left to claim", j, ok, err, stays.ID)
+	}
+	if j, ok, err := e.s.ClaimReplayJob(e.ctx, "serve-2", time.Second); ok || err != nil {
+		e.t.Errorf("a second claim = %+v, %v, %v; want none", j, ok, err)
+	}
+}

@@ -58,6 +58,7 @@ var checks = []struct {
 	{"jobs-lifecycle", jobsLifecycle},
 	{"jobs-cancel", jobsCancel},
 	{"jobs-bad-arguments", jobsBadArguments},
+	{"jobs-deleted", jobsDeleted},
 }
 
 // env is one check's store and clock.

@@ -140,3 +140,12 @@ func (s *Store) CancelReplayJob(ctx context.Context, app, ep, id string) (platfo
 	s.jobs[id] = j
 	return j, nil
 }
+
+// forgetJobs deletes the jobs gone says are; s.mu is held.
+func (s *Store) forgetJobs(gone func(platform.ReplayJob) bool) {
+	for k, j := range s.jobs {
+		if gone(j) {
+			delete(s.jobs, k)
+		}
+	}
+}

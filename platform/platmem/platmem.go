@@ -152,6 +152,7 @@ func (s *Store) DeleteApp(ctx context.Context, id string) error {
 		}
 	}
 	s.forgetAttempts(func(a platform.Attempt) bool { return a.AppID == id })
+	s.forgetJobs(func(j platform.ReplayJob) bool { return j.AppID == id })
 	for k, h := range s.health {
 		if h.AppID == id {
 			delete(s.health, k)
@@ -269,6 +270,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, app, id string) error {
 	delete(s.endpoints, id)
 	delete(s.health, id)
 	s.forgetAttempts(func(a platform.Attempt) bool { return a.EndpointID == id })
+	s.forgetJobs(func(j platform.ReplayJob) bool { return j.EndpointID == id })
 	return nil
 }
 
