@@ -1,7 +1,9 @@
 package platformtest
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/courierlab/courier/platform"
@@ -222,4 +224,42 @@ func jobsDeleted(e *env) {
 	if j, ok, err := e.s.ClaimReplayJob(e.ctx, "serve-2", time.Second); ok || err != nil {
 		e.t.Errorf("a second claim = %+v, %v, %v; want none", j, ok, err)
 	}
+}
+
+// jobsClaimedOnce: claimers racing for two jobs whose leases ended get
+// each job once; the others get none.
+func jobsClaimedOnce(e *env) {
+	a := e.app("a")
+	want := map[string]bool{}
+	for range 2 {
+		j := e.startJob(e.job(e.create(e.endpoint(a.ID)), "dead-serve"), time.Second)
+		want[j.ID] = true
+	}
+	e.tick(time.Minute)
+	const claimers = 8
+	got := make(chan string, claimers)
+	var wg sync.WaitGroup
+	for i := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, ok, err := e.s.ClaimReplayJob(e.ctx, fmt.Sprintf("serve-%d", i), time.Minute)
+			switch {
+			case err != nil:
+				got <- "error: " + err.Error()
+			case ok:
+				got <- j.ID
+			}
+		}()
+	}
+	wg.Wait()
+	close(got)
+	claimed := map[string]bool{}
+	for id := range got {
+		if claimed[id] || !want[id] {
+			e.t.Errorf("claim answered %s: twice, or not a job to claim (want each of %v once)", id, want)
+		}
+		claimed[id] = true
+	}
+	diff(e.t, "jobs claimed", want, claimed)
 }

@@ -59,6 +59,7 @@ var checks = []struct {
 	{"jobs-cancel", jobsCancel},
 	{"jobs-bad-arguments", jobsBadArguments},
 	{"jobs-deleted", jobsDeleted},
+	{"jobs-claimed-once", jobsClaimedOnce},
 }
 
 // env is one check's store and clock.
