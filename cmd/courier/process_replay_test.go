@@ -4,7 +4,8 @@
 // ([platform] replay_page = 2), waiting for each pair to be delivered.
 // Mid-job the process is killed with SIGKILL. On SQLite the same
 // process is started again; on PostgreSQL (COURIER_TEST_POSTGRES) a
-// second serve runs beside it from the start and takes the job over.
+// second serve runs beside it from the start, has not run the job when
+// the first is killed, and takes it over once the lease has ended.
 // Either way the job's saved progress is visible at once, the job
 // finishes, every dead letter is delivered, and each was replayed
 // exactly once (its history holds one replay, by the job).
@@ -76,7 +77,7 @@ func TestProcessReplayJobSurvivesSIGKILL(t *testing.T) {
 [platform]
 replay_page = 2`)
 	first := startProc(t, bin, cfg)
-	testReplayKilled(t, first, func() *proc { return startProc(t, bin, cfg) })
+	testReplayKilled(t, first, nil, func() *proc { return startProc(t, bin, cfg) })
 }
 
 func TestProcessReplayJobTakenOverOnPostgres(t *testing.T) {
@@ -93,13 +94,14 @@ postgres_schema = "`+schema+`"
 replay_page = 2`)
 	first := startProc(t, bin, cfg)
 	other := startProc(t, bin, cfg) // idle until the first is killed
-	testReplayKilled(t, first, func() *proc { return other })
+	testReplayKilled(t, first, other, func() *proc { return other })
 }
 
 // testReplayKilled makes eight dead letters through p, starts a job on
 // p, kills p mid-job, and judges the job as next (a restarted or other
-// serve) finishes it.
-func testReplayKilled(t *testing.T, p *proc, next func() *proc) {
+// serve) finishes it. idle, if not nil, is a serve beside p that must
+// not run the job while p holds it.
+func testReplayKilled(t *testing.T, p, idle *proc, next func() *proc) {
 	const n = 8
 	recv := newDownThenUp(t)
 	base := p.base
@@ -131,6 +133,9 @@ func testReplayKilled(t *testing.T, p *proc, next func() *proc) {
 		func(v map[string]any) bool { return v["replayed"].(float64) >= 4 })
 	if saved["state"] != "running" {
 		t.Fatalf("the job before the kill = %v; want running (a page of 2, each page settling for ~300 ms)", saved)
+	}
+	if idle != nil && strings.Contains(mustRead(t, idle.log), "bulk replay resumed") {
+		t.Errorf("the second serve ran the job while the first held it")
 	}
 	p.kill(t)
 	t.Logf("SIGKILL with the job at %v replayed, cursor %v", saved["replayed"], saved["cursor"])
