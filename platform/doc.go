@@ -52,8 +52,10 @@
 // so asking twice adds nothing. Replaying an endpoint's dead letters in
 // bulk (Svix's "recover") replays events of the delivery store, a page at
 // a time (ReplayDeadPage, choosing by Chosen): courier serve runs it as a
-// job (POST /v1/apps/{app}/endpoints/{endpoint}/replay), the simulator's
-// operator as an action.
+// job (POST /v1/apps/{app}/endpoints/{endpoint}/replay), kept in the
+// store (ReplayJobStore: its cursor, counts and claim, so that a restart
+// resumes it, through ResumeDeadPage), the simulator's operator as an
+// action.
 //
 // StreamPolicy is the Policy of an endpoint's stream, as courier serve's
 // workers and the simulator's ask it: the endpoint's ordering, rate limit

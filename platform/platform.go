@@ -280,6 +280,9 @@ type Store interface {
 	// again (UpdateEndpoint with Enabled true) clears the failing streak
 	// and the reason (EndpointHealth.Reenabled).
 	DisableEndpoint(ctx context.Context, app, ep, reason string) (e Endpoint, changed bool, err error)
+
+	// ReplayJobStore keeps the bulk replay jobs (jobs.go).
+	ReplayJobStore
 }
 
 // MaxLimit is the longest page a list returns.

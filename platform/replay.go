@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/internal/plant"
@@ -30,6 +31,9 @@ type ReplayedPage struct {
 	Skipped  int
 	Failed   int
 	Errors   []error
+	// Again counts those ResumeDeadPage left alone because the same
+	// replayer had replayed them already (ReplayDeadPage: 0).
+	Again int
 	// Next is the Seq to list after for the next page; Last reports that
 	// this page was the last.
 	Next uint64
@@ -42,8 +46,24 @@ type ReplayedPage struct {
 // dies again keeps its Seq, behind the replay, so paging from Next ends.
 // It returns an error only when the listing fails (nothing replayed);
 // a replay that fails is counted in the page. When ctx ends it stops
-// before the next dead letter and returns the page so far.
+// before the next dead letter, or during one's replay (that one not
+// counted, Next before it), and returns the page so far, not Last.
 func ReplayDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string) (ReplayedPage, error) {
+	return replayDeadPage(ctx, st, stream, since, after, limit, by, false)
+}
+
+// ResumeDeadPage is ReplayDeadPage for a job that may have gone through
+// part of this page before it stopped (its process killed before it
+// saved its cursor): a dead letter whose history holds a replay by by
+// already (it was replayed, then died again) is not replayed again, but
+// counted in Again. So a job, by its own name, replays each dead letter
+// at most once, however often it is resumed. (The store alone would not
+// stop the second replay: the letter is dead again.)
+func ResumeDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string) (ReplayedPage, error) {
+	return replayDeadPage(ctx, st, stream, since, after, limit, by, true)
+}
+
+func replayDeadPage(ctx context.Context, st store.Store, stream string, since time.Time, after uint64, limit int, by string, resume bool) (ReplayedPage, error) {
 	recs, err := st.DeadLetters(ctx, stream, after, limit)
 	if err != nil {
 		return ReplayedPage{}, fmt.Errorf("listing dead letters: %w", err)
@@ -51,25 +71,46 @@ func ReplayDeadPage(ctx context.Context, st store.Store, stream string, since ti
 	page := ReplayedPage{Next: after, Last: len(recs) < limit}
 	for _, rec := range recs {
 		if ctx.Err() != nil {
+			page.Last = false
 			return page, nil // stopped: the rest is not counted
 		}
+		if Chosen(rec, since) && !replayOne(ctx, st, rec, by, resume, &page) {
+			page.Last = false
+			return page, nil // stopped during its replay: rec is listed again from Next
+		}
 		page.Next = rec.Seq
-		if !Chosen(rec, since) {
-			continue
-		}
-		page.Listed++
-		got, err := st.Replay(ctx, rec.ID, by)
-		switch {
-		case err == nil:
-			page.Replayed = append(page.Replayed, got)
-		case errors.Is(err, store.ErrInvalidWrite), errors.Is(err, store.ErrNotFound):
-			page.Skipped++
-		default:
-			page.Failed++
-			page.Errors = append(page.Errors, fmt.Errorf("%s: %w", rec.ID, err))
-		}
 	}
 	return page, nil
+}
+
+// replayOne replays the chosen dead letter rec and counts it in page;
+// false if ctx ended during its replay (not counted: its outcome is
+// unknown).
+func replayOne(ctx context.Context, st store.Store, rec store.Record, by string, resume bool, page *ReplayedPage) bool {
+	if resume && replayedBy(rec, by) {
+		page.Listed++
+		page.Again++
+		return true
+	}
+	got, err := st.Replay(ctx, rec.ID, by)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false
+	case err == nil:
+		page.Replayed = append(page.Replayed, got)
+	case errors.Is(err, store.ErrInvalidWrite), errors.Is(err, store.ErrNotFound):
+		page.Skipped++
+	default:
+		page.Failed++
+		page.Errors = append(page.Errors, fmt.Errorf("%s: %w", rec.ID, err))
+	}
+	page.Listed++
+	return true
+}
+
+// replayedBy reports whether rec's history holds a replay by by.
+func replayedBy(rec store.Record, by string) bool {
+	return slices.ContainsFunc(rec.History, func(a store.Action) bool { return a.Kind == store.Replayed && a.By == by })
 }
 
 // Chosen reports whether a bulk replay since since replays rec: an

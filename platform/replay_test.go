@@ -81,3 +81,104 @@ func TestReplayDeadPage(t *testing.T) {
 		t.Fatalf("page = %+v (replayed %v); want b and c replayed, listed 2, last, next 3", page, got)
 	}
 }
+
+// A job resumed from a cursor older than its last replays (its process
+// was killed before it saved) does not replay again what it replayed
+// and what died again since: ResumeDeadPage counts those in Again. The
+// store would replay them: they are dead letters again.
+func TestResumeDeadPageReplaysOnce(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(time.Now)
+	die := func(id string, enqueue bool) {
+		t.Helper()
+		if enqueue {
+			if _, _, err := st.Enqueue(ctx, "ep", id, []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lease, err := st.ClaimDue(ctx, "w", time.Minute, 1)
+		if err != nil || len(lease) != 1 {
+			t.Fatalf("claim: %v %v", lease, err)
+		}
+		up := store.Update{ID: id, Delivery: store.Delivery{State: machine.Dead, Reason: machine.Expired}}
+		if err := st.Save(ctx, lease[0], []store.Update{up}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Release(ctx, lease[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		die(id, true)
+	}
+	first, err := platform.ResumeDeadPage(ctx, st, "ep", time.Time{}, 0, 2, "rpl_1")
+	if err != nil || len(first.Replayed) != 2 || first.Again != 0 {
+		t.Fatalf("first page = %+v, %v; want a and b replayed", first, err)
+	}
+	die("a", false)
+	die("b", false)
+	again, err := platform.ResumeDeadPage(ctx, st, "ep", time.Time{}, 0, 2, "rpl_1") // the cursor was not saved
+	if err != nil || len(again.Replayed) != 0 || again.Again != 2 || again.Listed != 2 || again.Next != first.Next {
+		t.Fatalf("the first page again = %+v, %v; want a and b counted again, not replayed, next %d", again, err, first.Next)
+	}
+	last, err := platform.ResumeDeadPage(ctx, st, "ep", time.Time{}, again.Next, 2, "rpl_1")
+	if err != nil || len(last.Replayed) != 1 || last.Replayed[0].ID != "c" || !last.Last {
+		t.Fatalf("the last page = %+v, %v; want c replayed", last, err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if rec, err := st.Get(ctx, id); err != nil || rec.Replays() != 1 {
+			t.Errorf("%s: %d replays, %v; want 1", id, rec.Replays(), err)
+		}
+	}
+	other, err := platform.ReplayDeadPage(ctx, st, "ep", time.Time{}, 0, 2, "rpl_1")
+	if err != nil || len(other.Replayed) != 2 {
+		t.Errorf("ReplayDeadPage of a and b dead again = %+v, %v; want both replayed (it does not look at the history)", other, err)
+	}
+}
+
+// stoppingStore ends the replay's context during the replay of stop,
+// which then fails as a store call cut short does.
+type stoppingStore struct {
+	store.Store
+	stop   string
+	cancel context.CancelFunc
+}
+
+func (s stoppingStore) Replay(ctx context.Context, id, by string) (store.Record, error) {
+	if id == s.stop {
+		s.cancel()
+		return store.Record{}, ctx.Err()
+	}
+	return s.Store.Replay(ctx, id, by)
+}
+
+// A page stopped during a replay counts that dead letter nowhere and
+// leaves Next before it, so that the job's next page lists it again;
+// the page is not Last.
+func TestReplayDeadPageStoppedDuringAReplay(t *testing.T) {
+	st := memstore.New(time.Now)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, _, err := st.Enqueue(t.Context(), "ep", id, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := st.ClaimDue(t.Context(), "w", time.Minute, 1)
+	if err != nil || len(lease) != 1 {
+		t.Fatalf("claim: %v %v", lease, err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		up := store.Update{ID: id, Delivery: store.Delivery{State: machine.Dead, Reason: machine.Expired}}
+		if err := st.Save(t.Context(), lease[0], []store.Update{up}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	page, err := platform.ResumeDeadPage(ctx, stoppingStore{Store: st, stop: "b", cancel: cancel}, "ep", time.Time{}, 0, 10, "job")
+	if err != nil || page.Listed != 1 || len(page.Replayed) != 1 || page.Failed != 0 || page.Next != 1 || page.Last {
+		t.Errorf("page stopped during b's replay = %+v, %v; want a replayed, b not counted, next 1, not last", page, err)
+	}
+	next, err := platform.ResumeDeadPage(t.Context(), st, "ep", time.Time{}, page.Next, 10, "job")
+	if err != nil || len(next.Replayed) != 2 || next.Replayed[0].ID != "b" || !next.Last {
+		t.Errorf("the next page = %+v, %v; want b and c replayed", next, err)
+	}
+}

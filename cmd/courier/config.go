@@ -87,6 +87,10 @@ type PlatformConfig struct {
 	// with OperatorSecret) each time an endpoint is disabled.
 	OperatorWebhook string `toml:"operator_webhook"`
 	OperatorSecret  string `toml:"operator_secret"`
+	// ReplayPage is how many dead letters a bulk replay job replays back
+	// to back before it waits for them to settle. Default 100, at most
+	// 1000.
+	ReplayPage int `toml:"replay_page"`
 }
 
 // check fills the defaults and names the first bad key.
@@ -97,7 +101,12 @@ func (p *PlatformConfig) check() error {
 	if p.DisableAfter.Duration == 0 {
 		p.DisableAfter.Duration = platform.DefaultDisableAfter
 	}
+	if p.ReplayPage == 0 {
+		p.ReplayPage = replayPage
+	}
 	switch {
+	case p.ReplayPage < 1 || p.ReplayPage > platform.MaxLimit:
+		return fmt.Errorf("platform.replay_page is %d; must be from 1 to %d", p.ReplayPage, platform.MaxLimit)
 	case p.AttemptRetention.Duration < time.Minute:
 		return fmt.Errorf("platform.attempt_retention is %v; must be at least 1m", p.AttemptRetention.Duration)
 	case p.DisableAfter.Duration < 0:

@@ -79,6 +79,8 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 		{"retention negative", "[platform]\nattempt_retention = \"-1h\"", "platform.attempt_retention"},
 		{"retention without unit", "[platform]\nattempt_retention = 30", "attempt_retention"},
 		{"disable_after negative", "[platform]\ndisable_after = \"-1h\"", "platform.disable_after"},
+		{"replay_page too large", "[platform]\nreplay_page = 1001", "platform.replay_page"},
+		{"replay_page negative", "[platform]\nreplay_page = -1", "platform.replay_page"},
 		{"operator webhook not a URL", "[platform]\noperator_webhook = \"ftp://x/\"\noperator_secret = \"" + secret + "\"", "platform.operator_webhook"},
 		{"operator webhook without secret", "[platform]\noperator_webhook = \"https://ops.example.com/\"", "platform.operator_secret"},
 		{"operator secret bad", "[platform]\noperator_webhook = \"https://ops.example.com/\"\noperator_secret = \"hunter2\"", "platform.operator_secret"},
@@ -183,16 +185,17 @@ func TestParseConfigPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := c.Platform; p.AttemptRetention.Duration != 30*24*time.Hour || p.DisableAfter.Duration != 5*24*time.Hour || p.OperatorWebhook != "" {
-		t.Errorf("defaults = %+v; want 720h, 120h and no operator webhook", p)
+	if p := c.Platform; p.AttemptRetention.Duration != 30*24*time.Hour || p.DisableAfter.Duration != 5*24*time.Hour || p.OperatorWebhook != "" ||
+		p.ReplayPage != 100 {
+		t.Errorf("defaults = %+v; want 720h, 120h, no operator webhook, pages of 100", p)
 	}
 	c, err = ParseConfig("[platform]\nattempt_retention = \"48h\"\ndisable_after = \"90m\"\n" +
-		"operator_webhook = \"https://ops.example.com/hook\"\noperator_secret = \"" + secret + "\"")
+		"operator_webhook = \"https://ops.example.com/hook\"\noperator_secret = \"" + secret + "\"\nreplay_page = 7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := PlatformConfig{AttemptRetention: Duration{48 * time.Hour}, DisableAfter: Duration{90 * time.Minute},
-		OperatorWebhook: "https://ops.example.com/hook", OperatorSecret: secret}
+		OperatorWebhook: "https://ops.example.com/hook", OperatorSecret: secret, ReplayPage: 7}
 	if c.Platform != want {
 		t.Errorf("read %+v; want %+v", c.Platform, want)
 	}

@@ -78,7 +78,9 @@
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/health                     last success, failing streak, disabling
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/deliveries?state=dead       its deliveries in a state (dead, retry, ...)
 //	POST /v1/apps/{app}/endpoints/{endpoint}/replay  {"since": "..."}   bulk replay of its dead letters: a job, 202
-//	GET  /v1/apps/{app}/endpoints/{endpoint}/replay/{job}               the job's progress
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/replay/{job}               the job's progress (kept: a restart resumes it)
+//	POST /v1/apps/{app}/endpoints/{endpoint}/replay/{job}/cancel        stop a running job
+//	GET  /v1/apps/{app}/endpoints/{endpoint}/replays                    its jobs, newest first
 //
 // A message becomes one event per enabled endpoint whose filter matches,
 // on the endpoint's stream (its ID), with the ID message.endpoint (the

@@ -61,6 +61,8 @@ func (a *api) platformRoutes() []route {
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/deliveries", true, a.listDeliveries},
 		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay", true, a.startReplay},
 		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/replay/{job}", true, a.getReplay},
+		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay/{job}/cancel", true, a.cancelReplay},
+		{"GET", "/v1/apps/{app}/endpoints/{endpoint}/replays", true, a.listReplays},
 		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/replay-missing", true, a.replayMissing},
 	}
 }

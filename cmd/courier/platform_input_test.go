@@ -92,6 +92,11 @@ func TestPlatformBadInputsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"POST", eps + "/ep_nope/replay", ``, 404, "endpoint"},
 		{"GET", eps + "/" + ep + "/replay/rpl_nope", ``, 404, "replay job"},
 		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/replay/rpl_nope", ``, 404, "endpoint"},
+		{"GET", eps + "/" + ep + "/replays?limit=0", ``, 400, "limit"},
+		{"GET", eps + "/" + ep + "/replays?after=" + ep, ``, 400, "after"},
+		{"GET", base + "/v1/apps/" + other + "/endpoints/" + ep + "/replays", ``, 404, "endpoint"},
+		{"POST", eps + "/" + ep + "/replay/rpl_nope/cancel", ``, 404, "replay job"},
+		{"POST", base + "/v1/apps/" + other + "/endpoints/" + ep + "/replay/rpl_nope/cancel", ``, 404, "endpoint"},
 		{"GET", msgs + "?event_type=a%20b", ``, 400, "event_type"},
 		{"GET", msgs + "?before=yesterday", ``, 400, "before"},
 		{"GET", msgs + "?after=2020", ``, 400, "after"},
@@ -137,6 +142,7 @@ func snapshot(t *testing.T, base string, apps ...string) string {
 		for _, e := range eps["data"].([]any) {
 			id := e.(map[string]any)["id"].(string)
 			all[id+"/secrets"] = mustCall(t, 200, "GET", base+"/v1/apps/"+a+"/endpoints/"+id+"/secrets", "")
+			all[id+"/replays"] = mustCall(t, 200, "GET", base+"/v1/apps/"+a+"/endpoints/"+id+"/replays", "")
 		}
 	}
 	b, _ := json.MarshalIndent(all, "", " ")

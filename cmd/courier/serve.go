@@ -269,7 +269,11 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 		return fmt.Errorf("listen: %w", err)
 	}
 	var stopping atomic.Bool
-	rp := newReplays(st, log)
+	rp := newReplays(st, be.plat, owner, c.LeaseTTL.Duration, log)
+	if c.Platform.ReplayPage > 0 {
+		rp.page = c.Platform.ReplayPage
+	}
+	rp.run()
 	defer rp.stop() // the jobs end before the store closes
 	a := &api{cfg: c, svc: svc, st: st, plat: plat, pauses: be.pauses, rec: h.recorder(), replays: rp, log: log,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ready: func() bool { return !stopping.Load() }}

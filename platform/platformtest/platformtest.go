@@ -55,6 +55,11 @@ var checks = []struct {
 	{"attempts-retention", attemptsRetention},
 	{"endpoint-health", endpointHealth},
 	{"disable-endpoint", disableEndpoint},
+	{"jobs-lifecycle", jobsLifecycle},
+	{"jobs-cancel", jobsCancel},
+	{"jobs-bad-arguments", jobsBadArguments},
+	{"jobs-deleted", jobsDeleted},
+	{"jobs-claimed-once", jobsClaimedOnce},
 }
 
 // laterChecks are checks kept apart from checks, so that branches that

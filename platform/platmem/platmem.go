@@ -25,6 +25,7 @@ type Store struct {
 	keys      map[string]string // app + "\x00" + idempotency key -> message ID
 	attempts  map[string]platform.Attempt
 	health    map[string]platform.EndpointHealth // by endpoint ID
+	jobs      map[string]platform.ReplayJob      // bulk replay jobs by ID (jobs.go)
 }
 
 var _ platform.Store = (*Store)(nil)
@@ -36,7 +37,7 @@ func New(now func() time.Time) *Store {
 	}
 	return &Store{now: now, apps: map[string]platform.Application{}, endpoints: map[string]platform.Endpoint{},
 		types: map[string]platform.EventType{}, messages: map[string]platform.Message{}, keys: map[string]string{},
-		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}}
+		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}, jobs: map[string]platform.ReplayJob{}}
 }
 
 // clock is the store's now, at the microsecond, as the SQL stores keep it.
@@ -151,6 +152,7 @@ func (s *Store) DeleteApp(ctx context.Context, id string) error {
 		}
 	}
 	s.forgetAttempts(func(a platform.Attempt) bool { return a.AppID == id })
+	s.forgetJobs(func(j platform.ReplayJob) bool { return j.AppID == id })
 	for k, h := range s.health {
 		if h.AppID == id {
 			delete(s.health, k)
@@ -269,6 +271,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, app, id string) error {
 	delete(s.endpoints, id)
 	delete(s.health, id)
 	s.forgetAttempts(func(a platform.Attempt) bool { return a.EndpointID == id })
+	s.forgetJobs(func(j platform.ReplayJob) bool { return j.EndpointID == id })
 	return nil
 }
 

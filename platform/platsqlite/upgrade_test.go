@@ -1,6 +1,6 @@
-// This file proves that a file at platform schema version 3 (the last
-// before this branch's 0005; 0004 is another branch's and skipped here)
-// is brought to the latest version at Open with its rows kept: its
+// This file proves that a file at platform schema version 3 (before the
+// endpoints' options, retry policy and bulk replay jobs) is brought to the
+// latest version at Open with its rows kept: its
 // endpoint reads back with the default retry and status policy, and a
 // replay of missing messages finds its message.
 package platsqlite
@@ -30,7 +30,9 @@ func TestUpgradesFromVersion3(t *testing.T) {
 	at := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	app, ep, msg := platform.NewID(platform.AppKind, at), platform.NewID(platform.EndpointKind, at), platform.NewID(platform.MessageKind, at)
 	qs := []string{`CREATE TABLE platform_schema (version integer NOT NULL)`, `INSERT INTO platform_schema VALUES (3)`}
-	qs = append(qs, migrations[:3]...)
+	for _, m := range migrations[:3] {
+		qs = append(qs, m.SQL)
+	}
 	qs = append(qs,
 		`INSERT INTO platform_apps VALUES ('`+app+`', 'old', 1, 1)`,
 		`INSERT INTO platform_endpoints VALUES ('`+ep+`', '`+app+`', 'https://example.com/', '', '[]', '["`+webhook.NewSecret()+`"]', 1, 'strict', 1, 1, 5, 0)`,
@@ -47,8 +49,8 @@ func TestUpgradesFromVersion3(t *testing.T) {
 	}
 	defer s.Close()
 	var version int
-	if err := s.w.QueryRowContext(t.Context(), `SELECT version FROM platform_schema`).Scan(&version); err != nil || version != len(migrations) {
-		t.Fatalf("platform_schema version = %d, %v; want %d", version, err, len(migrations))
+	if err := s.w.QueryRowContext(t.Context(), `SELECT version FROM platform_schema`).Scan(&version); err != nil || version != migrations[len(migrations)-1].Version {
+		t.Fatalf("platform_schema version = %d, %v; want %d", version, err, migrations[len(migrations)-1].Version)
 	}
 	e, err := s.GetEndpoint(t.Context(), ep)
 	if err != nil || e.RateLimit != 5 || e.MaxAttempts != 0 || e.BaseBackoff != 0 || e.MaxBackoff != 0 || e.RejectStatuses != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,47 +145,58 @@ func contract(err error) bool {
 // instant is a stored time back as a time.Time.
 func instant(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
+// Step is one migration: the schema version it brings the platform's
+// tables to, and its SQL.
+type Step struct {
+	Version int
+	SQL     string
+}
+
 // Migrations reads the steps a backend embeds as migrations/*.sql in
-// fsys, in version order: step v is Migrations(fsys)[v-1]. Files are
-// named NNNN_what.sql, NNNN from 0001, each number once; it panics
-// otherwise (the files are embedded: that is a build mistake). A number
-// may be skipped: its step is empty and Migrate runs nothing for it.
-// Branches that add migrations side by side (0004 on one, 0005 on the
-// other) each build and test alone so, and merged they have no gap.
-func Migrations(fsys fs.FS) []string {
+// fsys, in version order. Files are named NNNN_what.sql, NNNN the
+// version, from 0001 up, each number once. A number may be skipped:
+// branches built apart each take the next number, and the gap closes
+// when they are merged. A database migrated past a gap never runs the
+// step that later fills it, so such a database is for tests only. It
+// panics on a name out of this pattern or a number twice (the files are
+// embedded: that is a build mistake).
+func Migrations(fsys fs.FS) []Step {
 	names, err := fs.Glob(fsys, "migrations/*.sql")
 	if err != nil {
 		panic(err)
 	}
-	var out []string
-	for _, name := range names {
-		var v int
-		if _, err := fmt.Sscanf(name, "migrations/%04d_", &v); err != nil || v < 1 || !strings.HasPrefix(name, fmt.Sprintf("migrations/%04d_", v)) {
-			panic(fmt.Sprintf("platsql: migration %s is not named NNNN_what.sql from 0001", name))
+	out := make([]Step, 0, len(names))
+	for _, name := range names { // fs.Glob sorts: versions ascend
+		num, _, ok := strings.Cut(strings.TrimPrefix(name, "migrations/"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || len(num) != 4 || err != nil || v < 1 {
+			panic(fmt.Sprintf("platsql: migration %s is not named NNNN_what.sql with NNNN from 0001", name))
 		}
-		if v <= len(out) {
-			panic(fmt.Sprintf("platsql: migration %s repeats version %d", name, v))
+		if n := len(out); n > 0 && out[n-1].Version == v {
+			panic(fmt.Sprintf("platsql: migration %s takes version %d again", name, v))
 		}
 		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			panic(err)
 		}
-		for len(out) < v-1 {
-			out = append(out, "") // a skipped number
-		}
-		out = append(out, string(b))
+		out = append(out, Step{Version: v, SQL: string(b)})
 	}
 	return out
 }
 
 // Migrate brings the platform's tables to the last of steps inside tx,
 // which the caller has made exclusive (an advisory lock, SQLite's write
-// lock), and commits it. The version is kept in platform_schema,
-// created here. A version above len(steps) was written by a newer
-// courier and is refused.
-func Migrate(ctx context.Context, tx Tx, d Dialect, steps []string) error {
+// lock), and commits it: it runs, in order, each step above the version
+// kept in platform_schema (created here), then keeps the last step's
+// version. A version above it was written by a newer courier and is
+// refused.
+func Migrate(ctx context.Context, tx Tx, d Dialect, steps []Step) error {
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS platform_schema (version integer NOT NULL)`); err != nil {
 		return err
+	}
+	last := 0
+	if len(steps) > 0 {
+		last = steps[len(steps)-1].Version
 	}
 	var version int
 	err := tx.QueryRow(ctx, `SELECT version FROM platform_schema`).Scan(&version)
@@ -195,18 +207,18 @@ func Migrate(ctx context.Context, tx Tx, d Dialect, steps []string) error {
 		}
 	case err != nil:
 		return err
-	case version > len(steps):
-		return fmt.Errorf("platform schema version %d was written by a newer courier; this one knows versions up to %d", version, len(steps))
+	case version > last:
+		return fmt.Errorf("platform schema version %d was written by a newer courier; this one knows versions up to %d", version, last)
 	}
-	for v := version; v < len(steps); v++ {
-		if steps[v] == "" {
-			continue // a skipped number (Migrations)
+	for _, s := range steps {
+		if s.Version <= version {
+			continue
 		}
-		if _, err := tx.Exec(ctx, steps[v]); err != nil {
-			return fmt.Errorf("platform schema version %d: %w", v+1, err)
+		if _, err := tx.Exec(ctx, s.SQL); err != nil {
+			return fmt.Errorf("platform schema version %d: %w", s.Version, err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE platform_schema SET version = $1`, len(steps)); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE platform_schema SET version = $1`, last); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

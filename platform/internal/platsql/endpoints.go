@@ -199,7 +199,8 @@ func (c *Core) DeleteEndpoint(ctx context.Context, app, id string) error {
 		if err == nil && n == 0 {
 			err = notFound("endpoint", id)
 		}
-		for _, q := range []string{`DELETE FROM platform_attempts WHERE endpoint_id = $1`, `DELETE FROM platform_endpoint_health WHERE endpoint_id = $1`} {
+		for _, q := range []string{`DELETE FROM platform_attempts WHERE endpoint_id = $1`, `DELETE FROM platform_endpoint_health WHERE endpoint_id = $1`,
+			`DELETE FROM platform_replay_jobs WHERE endpoint_id = $1`} {
 			if err == nil {
 				_, err = tx.Exec(ctx, q, id)
 			}
