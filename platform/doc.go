@@ -77,6 +77,13 @@
 // fan-out and its stream waits. Enabling it again by UpdateEndpoint
 // clears its failing streak.
 //
+// # Application tokens
+//
+// An AppToken lets its holder reach one application's routes (the API
+// decides which). The store keeps HashToken of the token, never the
+// token (NewToken, "ctk_..."), and finds it by that hash
+// (Store.TokenByHash); deleting the application deletes its tokens.
+//
 // # Stores
 //
 // Store is the contract; platformtest is its conformance suite. platmem
@@ -86,7 +93,8 @@
 // sharing their SQL in platform/internal/platsql.
 //
 // Names and IDs: an application's ID is "app_" and 26 lower-case base32
-// characters, an endpoint's "ep_" and a message's "msg_" likewise (NewID);
+// characters, an endpoint's "ep_", a message's "msg_" and a token's
+// "tok_" likewise (NewID);
 // the first ten characters encode the creation time in milliseconds, so
 // ID order is creation order, to the millisecond.
 package platform

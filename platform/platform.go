@@ -171,8 +171,8 @@ type Store interface {
 	ListApps(ctx context.Context, after string, limit int) ([]Application, error)
 	// UpdateApp replaces the application's name; UpdatedAt becomes now.
 	UpdateApp(ctx context.Context, a Application) (Application, error)
-	// DeleteApp deletes the application with its endpoints, its
-	// messages and their attempts and health. Deliveries already in the delivery store stay there; sent
+	// DeleteApp deletes the application with its endpoints, its tokens,
+	// its messages and their attempts and health. Deliveries already in the delivery store stay there; sent
 	// to a deleted endpoint they are refused (dead letters).
 	DeleteApp(ctx context.Context, id string) error
 
@@ -257,6 +257,10 @@ type Store interface {
 	// again (UpdateEndpoint with Enabled true) clears the failing streak
 	// and the reason (EndpointHealth.Reenabled).
 	DisableEndpoint(ctx context.Context, app, ep, reason string) (e Endpoint, changed bool, err error)
+
+	// TokenStore: application tokens. DeleteApp deletes its
+	// application's tokens too.
+	TokenStore
 }
 
 // MaxLimit is the longest page a list returns.

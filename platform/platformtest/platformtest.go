@@ -55,6 +55,8 @@ var checks = []struct {
 	{"attempts-retention", attemptsRetention},
 	{"endpoint-health", endpointHealth},
 	{"disable-endpoint", disableEndpoint},
+	{"tokens-crud", tokensCRUD},
+	{"tokens-bad-arguments", tokensBadArguments},
 }
 
 // env is one check's store and clock.

@@ -25,6 +25,7 @@ type Store struct {
 	keys      map[string]string // app + "\x00" + idempotency key -> message ID
 	attempts  map[string]platform.Attempt
 	health    map[string]platform.EndpointHealth // by endpoint ID
+	tokens    map[string]platform.AppToken       // by token ID
 }
 
 var _ platform.Store = (*Store)(nil)
@@ -36,7 +37,8 @@ func New(now func() time.Time) *Store {
 	}
 	return &Store{now: now, apps: map[string]platform.Application{}, endpoints: map[string]platform.Endpoint{},
 		types: map[string]platform.EventType{}, messages: map[string]platform.Message{}, keys: map[string]string{},
-		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}}
+		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{},
+		tokens: map[string]platform.AppToken{}}
 }
 
 // clock is the store's now, at the microsecond, as the SQL stores keep it.
@@ -154,6 +156,11 @@ func (s *Store) DeleteApp(ctx context.Context, id string) error {
 	for k, h := range s.health {
 		if h.AppID == id {
 			delete(s.health, k)
+		}
+	}
+	for k, t := range s.tokens {
+		if t.AppID == id {
+			delete(s.tokens, k)
 		}
 	}
 	return nil

@@ -1,0 +1,10 @@
+-- platform schema 4: application tokens (kept as the SHA-256 of the
+-- token, never the token).
+CREATE TABLE platform_tokens (
+	id         text   COLLATE "C" PRIMARY KEY,
+	app_id     text   COLLATE "C" NOT NULL,
+	name       text   NOT NULL,
+	hash       text   NOT NULL UNIQUE,
+	created_at bigint NOT NULL
+);
+CREATE INDEX platform_tokens_app ON platform_tokens (app_id, id);

@@ -1,0 +1,10 @@
+-- platform schema 4: application tokens (kept as the SHA-256 of the
+-- token, never the token).
+CREATE TABLE platform_tokens (
+	id         TEXT    PRIMARY KEY,
+	app_id     TEXT    NOT NULL,
+	name       TEXT    NOT NULL,
+	hash       TEXT    NOT NULL UNIQUE,
+	created_at INTEGER NOT NULL
+);
+CREATE INDEX platform_tokens_app ON platform_tokens (app_id, id);
