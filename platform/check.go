@@ -194,6 +194,9 @@ func CheckEndpoint(e Endpoint) error {
 	if err := CheckSecrets("secrets", e.Secrets); err != nil {
 		return err
 	}
+	if err := checkOldSecrets(e); err != nil {
+		return err
+	}
 	if e.Ordering != Strict && e.Ordering != Independent {
 		return fieldErr("ordering", "is %q; must be %q or %q", clip(string(e.Ordering)), Strict, Independent)
 	}

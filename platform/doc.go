@@ -77,6 +77,14 @@
 // fan-out and its stream waits. Enabling it again by UpdateEndpoint
 // clears its failing streak.
 //
+// # Secret rotation
+//
+// Rotate gives an endpoint a new secret and keeps its current ones as
+// OldSecrets, each signing until its expiry (DefaultOldSecretFor unless
+// asked, MaxOldSecretFor at most): SigningSecrets is the set that signs
+// at an instant, and when it next changes, so a sender rebuilds its
+// channel then.
+//
 // # Application tokens
 //
 // An AppToken lets its holder reach one application's routes (the API

@@ -39,6 +39,9 @@ type Endpoint struct {
 	// Secrets sign every request ("whsec_..."); several during a
 	// rotation, each request then carrying one signature per secret.
 	Secrets []string
+	// OldSecrets are secrets rotated away from (Rotate), each signing
+	// beside Secrets until it expires (SigningSecrets); nil if none.
+	OldSecrets []OldSecret
 	// Enabled: a disabled endpoint is left out of every fan-out, and its
 	// stream is paused (deliveries queued before wait).
 	Enabled  bool

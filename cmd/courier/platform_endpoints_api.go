@@ -142,7 +142,7 @@ func (a *api) getEndpoint(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) endpointSecrets(w http.ResponseWriter, r *http.Request) {
 	if e, ok := a.endpointOf(w, r); ok {
-		writeJSON(w, http.StatusOK, map[string]any{"id": e.ID, "secrets": e.Secrets})
+		writeJSON(w, http.StatusOK, viewSecrets(e))
 	}
 }
 

@@ -99,8 +99,11 @@ func viewToken(t platform.AppToken) tokenView {
 	return tokenView{ID: t.ID, AppID: t.AppID, Name: t.Name, CreatedAt: t.CreatedAt}
 }
 
+// tokenRoutes are the routes of application tokens, and of the endpoint
+// options that came with them (secret rotation).
 func (a *api) tokenRoutes() []route {
 	return []route{
+		{"POST", "/v1/apps/{app}/endpoints/{endpoint}/secret/rotate", true, a.rotateSecret},
 		{"POST", "/v1/apps/{app}/tokens", true, a.createToken},
 		{"GET", "/v1/apps/{app}/tokens", true, a.listTokens},
 		{"DELETE", "/v1/apps/{app}/tokens/{token}", true, a.deleteToken},

@@ -55,6 +55,7 @@ var checks = []struct {
 	{"attempts-retention", attemptsRetention},
 	{"endpoint-health", endpointHealth},
 	{"disable-endpoint", disableEndpoint},
+	{"endpoint-old-secrets", endpointOldSecrets},
 	{"tokens-crud", tokensCRUD},
 	{"tokens-bad-arguments", tokensBadArguments},
 }

@@ -183,6 +183,11 @@ func copyEndpoint(e platform.Endpoint) platform.Endpoint {
 	if e.EventTypes == nil {
 		e.EventTypes = []string{}
 	}
+	var old []platform.OldSecret // nil if none, as the SQL stores read it
+	for _, o := range e.OldSecrets {
+		old = append(old, platform.OldSecret{Secret: o.Secret, ExpiresAt: o.ExpiresAt.Truncate(time.Microsecond).UTC()})
+	}
+	e.OldSecrets = old
 	return e
 }
 

@@ -8,3 +8,7 @@ CREATE TABLE platform_tokens (
 	created_at INTEGER NOT NULL
 );
 CREATE INDEX platform_tokens_app ON platform_tokens (app_id, id);
+
+-- Secrets an endpoint was rotated away from, each signing until its
+-- expiry: a JSON array of {"secret", "expires_at_us"}.
+ALTER TABLE platform_endpoints ADD COLUMN old_secrets TEXT NOT NULL DEFAULT '[]';
