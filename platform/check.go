@@ -197,6 +197,9 @@ func CheckEndpoint(e Endpoint) error {
 	if err := checkOldSecrets(e); err != nil {
 		return err
 	}
+	if err := CheckHeaders(e.Headers); err != nil {
+		return err
+	}
 	if e.Ordering != Strict && e.Ordering != Independent {
 		return fieldErr("ordering", "is %q; must be %q or %q", clip(string(e.Ordering)), Strict, Independent)
 	}

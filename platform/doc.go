@@ -77,6 +77,12 @@
 // fan-out and its stream waits. Enabling it again by UpdateEndpoint
 // clears its failing streak.
 //
+// # Custom headers
+//
+// Endpoint.Headers are set on every request to the endpoint, under the
+// sender's own (which win). CheckHeaders bounds them and refuses the
+// names courier or the transport set (ReservedHeader).
+//
 // # Secret rotation
 //
 // Rotate gives an endpoint a new secret and keeps its current ones as

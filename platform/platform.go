@@ -42,6 +42,10 @@ type Endpoint struct {
 	// OldSecrets are secrets rotated away from (Rotate), each signing
 	// beside Secrets until it expires (SigningSecrets); nil if none.
 	OldSecrets []OldSecret
+	// Headers are set on every request to the endpoint (CheckHeaders
+	// bounds them and refuses the names courier or the transport set);
+	// nil if none.
+	Headers map[string]string
 	// Enabled: a disabled endpoint is left out of every fan-out, and its
 	// stream is paused (deliveries queued before wait).
 	Enabled  bool

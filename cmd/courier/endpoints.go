@@ -110,6 +110,7 @@ func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, ch
 	hc := httpchannel.Config{
 		Endpoints:      map[string]string{stream: ep.URL},
 		Secrets:        secrets,
+		Headers:        ep.Headers,
 		AttemptTimeout: endpointPolicy(ep).AttemptTimeout,
 		MaxBodyBytes:   endpointPolicy(ep).MaxPayloadBytes,
 		Logger:         slog.New(slog.DiscardHandler), // the loopback warning is logged once, at the start

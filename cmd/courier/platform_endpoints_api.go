@@ -13,39 +13,41 @@ import (
 // endpointView is what the API shows of an endpoint: never its secrets,
 // but in the answer to its creation and at .../secrets.
 type endpointView struct {
-	ID          string    `json:"id"`
-	AppID       string    `json:"app_id"`
-	URL         string    `json:"url"`
-	Description string    `json:"description"`
-	EventTypes  []string  `json:"event_types"`
-	Enabled     bool      `json:"enabled"`
-	Ordering    string    `json:"ordering"`
-	RateLimit   int       `json:"rate_limit"`
-	MaxInFlight int       `json:"max_in_flight"`
-	Stream      string    `json:"stream"`
-	Secrets     []string  `json:"secrets,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string            `json:"id"`
+	AppID       string            `json:"app_id"`
+	URL         string            `json:"url"`
+	Description string            `json:"description"`
+	EventTypes  []string          `json:"event_types"`
+	Enabled     bool              `json:"enabled"`
+	Ordering    string            `json:"ordering"`
+	RateLimit   int               `json:"rate_limit"`
+	MaxInFlight int               `json:"max_in_flight"`
+	Headers     map[string]string `json:"headers"`
+	Stream      string            `json:"stream"`
+	Secrets     []string          `json:"secrets,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
 }
 
 func viewEndpoint(e platform.Endpoint) endpointView {
 	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Headers: headersOf(e), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
 // field keeps its value; in a create it takes its default (no
 // description, every event type, one new secret, enabled, strict, no
-// rate limit, the ordering's attempts in flight).
+// rate limit, the ordering's attempts in flight, no custom headers).
 type endpointIn struct {
-	URL         *string   `json:"url"`
-	Description *string   `json:"description"`
-	EventTypes  *[]string `json:"event_types"`
-	Secrets     *[]string `json:"secrets"`
-	Enabled     *bool     `json:"enabled"`
-	Ordering    *string   `json:"ordering"`
-	RateLimit   *int      `json:"rate_limit"`
-	MaxInFlight *int      `json:"max_in_flight"`
+	URL         *string            `json:"url"`
+	Description *string            `json:"description"`
+	EventTypes  *[]string          `json:"event_types"`
+	Secrets     *[]string          `json:"secrets"`
+	Enabled     *bool              `json:"enabled"`
+	Ordering    *string            `json:"ordering"`
+	RateLimit   *int               `json:"rate_limit"`
+	MaxInFlight *int               `json:"max_in_flight"`
+	Headers     *map[string]string `json:"headers"`
 }
 
 // apply sets the fields in gives on e.
@@ -71,6 +73,9 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 	}
 	if in.RateLimit != nil {
 		e.RateLimit = *in.RateLimit
+	}
+	if in.Headers != nil {
+		e.Headers = *in.Headers // replaced whole: {} removes every one
 	}
 	if in.MaxInFlight != nil {
 		e.MaxInFlight = *in.MaxInFlight
@@ -219,6 +224,14 @@ func (a *api) listEventTypes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, newPage(ts, limit, viewEventType, func(t platform.EventType) string { return t.Name }))
+}
+
+// headersOf is e's custom headers as the API shows them: {} if none.
+func headersOf(e platform.Endpoint) map[string]string {
+	if e.Headers == nil {
+		return map[string]string{}
+	}
+	return e.Headers
 }
 
 // inFlight is the most attempts in flight of e's stream, as its policy

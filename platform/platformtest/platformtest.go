@@ -56,6 +56,7 @@ var checks = []struct {
 	{"endpoint-health", endpointHealth},
 	{"disable-endpoint", disableEndpoint},
 	{"endpoint-old-secrets", endpointOldSecrets},
+	{"endpoint-headers", endpointHeaders},
 	{"tokens-crud", tokensCRUD},
 	{"tokens-bad-arguments", tokensBadArguments},
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -188,6 +189,10 @@ func copyEndpoint(e platform.Endpoint) platform.Endpoint {
 		old = append(old, platform.OldSecret{Secret: o.Secret, ExpiresAt: o.ExpiresAt.Truncate(time.Microsecond).UTC()})
 	}
 	e.OldSecrets = old
+	e.Headers = maps.Clone(e.Headers)
+	if len(e.Headers) == 0 {
+		e.Headers = nil // as the SQL stores read it
+	}
 	return e
 }
 

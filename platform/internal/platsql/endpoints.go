@@ -8,7 +8,7 @@ import (
 	"github.com/courierlab/courier/platform"
 )
 
-const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight, old_secrets, created_at, updated_at`
+const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight, old_secrets, headers, created_at, updated_at`
 
 // oldSecret is how an OldSecret is kept in the old_secrets column (JSON).
 type oldSecret struct {
@@ -18,10 +18,16 @@ type oldSecret struct {
 
 func scanEndpoint(r Row) (platform.Endpoint, error) {
 	var e platform.Endpoint
-	var types, secrets, ordering, old string
+	var types, secrets, ordering, old, headers string
 	var enabled, rate, flight, created, updated int64
-	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight, &old, &created, &updated); err != nil {
+	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight, &old, &headers, &created, &updated); err != nil {
 		return platform.Endpoint{}, err
+	}
+	if err := json.Unmarshal([]byte(headers), &e.Headers); err != nil {
+		return platform.Endpoint{}, fmt.Errorf("endpoint %s: headers: %w", e.ID, err)
+	}
+	if len(e.Headers) == 0 {
+		e.Headers = nil
 	}
 	var olds []oldSecret
 	if err := json.Unmarshal([]byte(old), &olds); err != nil {
@@ -45,7 +51,7 @@ func scanEndpoint(r Row) (platform.Endpoint, error) {
 }
 
 // endpointArgs are e's mutable columns, in endpointColumns' order from
-// url to old_secrets.
+// url to headers.
 func endpointArgs(e platform.Endpoint) []any {
 	types, _ := json.Marshal(append([]string{}, e.EventTypes...)) // strings always marshal
 	secrets, _ := json.Marshal(e.Secrets)
@@ -58,7 +64,9 @@ func endpointArgs(e platform.Endpoint) []any {
 		olds = append(olds, oldSecret{Secret: o.Secret, ExpiresAt: o.ExpiresAt.UnixMicro()})
 	}
 	old, _ := json.Marshal(olds)
-	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight), string(old)}
+	headers, _ := json.Marshal(e.Headers) // nil is null, read back as none
+	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight),
+		string(old), string(headers)}
 }
 
 // checkTypes checks that every type of a filter exists.
@@ -98,7 +106,7 @@ func (c *Core) CreateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append([]any{e.ID, e.AppID}, endpointArgs(e)...)
 		if _, err := tx.Exec(ctx, `INSERT INTO platform_endpoints (`+endpointColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`, append(args, now)...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`, append(args, now)...); err != nil {
 			return err
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
@@ -185,7 +193,8 @@ func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append(endpointArgs(e), now, e.ID, e.AppID)
 		n, err := tx.Exec(ctx, `UPDATE platform_endpoints SET url = $1, description = $2, event_types = $3, secrets = $4,
-			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, old_secrets = $9, updated_at = $10 WHERE id = $11 AND app_id = $12`, args...)
+			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, old_secrets = $9, headers = $10,
+			updated_at = $11 WHERE id = $12 AND app_id = $13`, args...)
 		if err != nil {
 			return err
 		}

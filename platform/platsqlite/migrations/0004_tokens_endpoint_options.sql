@@ -12,3 +12,6 @@ CREATE INDEX platform_tokens_app ON platform_tokens (app_id, id);
 -- Secrets an endpoint was rotated away from, each signing until its
 -- expiry: a JSON array of {"secret", "expires_at_us"}.
 ALTER TABLE platform_endpoints ADD COLUMN old_secrets TEXT NOT NULL DEFAULT '[]';
+
+-- Custom headers set on every request to an endpoint: a JSON object.
+ALTER TABLE platform_endpoints ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
