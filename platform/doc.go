@@ -47,7 +47,7 @@
 // events of the delivery store, and courier serve replays them there
 // (POST /v1/apps/{app}/endpoints/{endpoint}/replay).
 //
-// # Rate limit and attempts in flight
+// # Rate limit, attempts in flight and attempt timeout
 //
 // Endpoint.RateLimit is the most attempts per second the endpoint's
 // stream starts (0: no limit), and Endpoint.MaxInFlight the most it has
@@ -55,7 +55,8 @@
 // them: the runtime gives the endpoint's stream a machine.Config with
 // RateLimit per RatePer of one second and MaxInFlight as its Window, and
 // the machine holds back the starts beyond them (see "Rate limit" in
-// package machine).
+// package machine). Endpoint.AttemptTimeout (1 s to 5 min, 0 for 30 s)
+// is the same policy's AttemptTimeout, and bounds the HTTP attempt.
 //
 // # Attempt log and endpoint health
 //

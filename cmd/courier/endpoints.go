@@ -45,7 +45,8 @@ type builtChannel struct {
 
 // endpointPolicy is the delivery policy of an endpoint's stream:
 // machine.DefaultConfig with the endpoint's ordering, attempts in flight
-// (Window) and rate limit (RateLimit attempt starts per second). Its
+// (Window), rate limit (RateLimit attempt starts per second) and attempt
+// timeout (which bounds the HTTP attempt too). Its
 // payload bound is the platform's (platform.Config.MaxPayloadBytes).
 func endpointPolicy(ep platform.Endpoint) machine.Config {
 	p := machine.DefaultConfig()
@@ -56,6 +57,7 @@ func endpointPolicy(ep platform.Endpoint) machine.Config {
 	if ep.RateLimit > 0 {
 		p.RateLimit, p.RatePer = ep.RateLimit, time.Second
 	}
+	p.AttemptTimeout = attemptTimeout(ep)
 	return p
 }
 

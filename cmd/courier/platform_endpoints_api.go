@@ -13,41 +13,57 @@ import (
 // endpointView is what the API shows of an endpoint: never its secrets,
 // but in the answer to its creation and at .../secrets.
 type endpointView struct {
-	ID          string            `json:"id"`
-	AppID       string            `json:"app_id"`
-	URL         string            `json:"url"`
-	Description string            `json:"description"`
-	EventTypes  []string          `json:"event_types"`
-	Enabled     bool              `json:"enabled"`
-	Ordering    string            `json:"ordering"`
-	RateLimit   int               `json:"rate_limit"`
-	MaxInFlight int               `json:"max_in_flight"`
-	Headers     map[string]string `json:"headers"`
-	Stream      string            `json:"stream"`
-	Secrets     []string          `json:"secrets,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
+	ID             string            `json:"id"`
+	AppID          string            `json:"app_id"`
+	URL            string            `json:"url"`
+	Description    string            `json:"description"`
+	EventTypes     []string          `json:"event_types"`
+	Enabled        bool              `json:"enabled"`
+	Ordering       string            `json:"ordering"`
+	RateLimit      int               `json:"rate_limit"`
+	MaxInFlight    int               `json:"max_in_flight"`
+	Headers        map[string]string `json:"headers"`
+	AttemptTimeout int               `json:"attempt_timeout"` // seconds
+	Stream         string            `json:"stream"`
+	Secrets        []string          `json:"secrets,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
 }
 
 func viewEndpoint(e platform.Endpoint) endpointView {
 	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Headers: headersOf(e), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Headers: headersOf(e),
+		AttemptTimeout: int(attemptTimeout(e) / time.Second), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
 // field keeps its value; in a create it takes its default (no
 // description, every event type, one new secret, enabled, strict, no
-// rate limit, the ordering's attempts in flight, no custom headers).
+// rate limit, the ordering's attempts in flight, no custom headers, an
+// attempt timeout of 30 s).
 type endpointIn struct {
-	URL         *string            `json:"url"`
-	Description *string            `json:"description"`
-	EventTypes  *[]string          `json:"event_types"`
-	Secrets     *[]string          `json:"secrets"`
-	Enabled     *bool              `json:"enabled"`
-	Ordering    *string            `json:"ordering"`
-	RateLimit   *int               `json:"rate_limit"`
-	MaxInFlight *int               `json:"max_in_flight"`
-	Headers     *map[string]string `json:"headers"`
+	URL            *string            `json:"url"`
+	Description    *string            `json:"description"`
+	EventTypes     *[]string          `json:"event_types"`
+	Secrets        *[]string          `json:"secrets"`
+	Enabled        *bool              `json:"enabled"`
+	Ordering       *string            `json:"ordering"`
+	RateLimit      *int               `json:"rate_limit"`
+	MaxInFlight    *int               `json:"max_in_flight"`
+	Headers        *map[string]string `json:"headers"`
+	AttemptTimeout *int               `json:"attempt_timeout"` // seconds; 0 for the default
+}
+
+// check refuses what apply cannot carry to the store unchanged: an
+// attempt_timeout so large that it would overflow a time.Duration. It
+// writes the error answer itself.
+func (in endpointIn) check(w http.ResponseWriter) bool {
+	if t := in.AttemptTimeout; t != nil && (*t < 0 || *t > int(platform.MaxAttemptTimeout/time.Second)) {
+		writeField(w, "attempt_timeout", "is %d; must be within %d..%d seconds (0 for the default, %d)", *t,
+			int(platform.MinAttemptTimeout/time.Second), int(platform.MaxAttemptTimeout/time.Second), int(platform.DefaultAttemptTimeout/time.Second))
+		return false
+	}
+	return true
 }
 
 // apply sets the fields in gives on e.
@@ -77,6 +93,9 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 	if in.Headers != nil {
 		e.Headers = *in.Headers // replaced whole: {} removes every one
 	}
+	if in.AttemptTimeout != nil {
+		e.AttemptTimeout = time.Duration(*in.AttemptTimeout) * time.Second
+	}
 	if in.MaxInFlight != nil {
 		e.MaxInFlight = *in.MaxInFlight
 	} else if in.Ordering != nil && e.Ordering == platform.Strict {
@@ -86,7 +105,7 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 
 func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	var in endpointIn
-	if !a.decode(w, r, &in) {
+	if !a.decode(w, r, &in) || !in.check(w) {
 		return
 	}
 	if in.URL == nil {
@@ -156,7 +175,7 @@ func (a *api) endpointSecrets(w http.ResponseWriter, r *http.Request) {
 // moves); disabling pauses the endpoint's stream.
 func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 	var in endpointIn
-	if !a.decode(w, r, &in) {
+	if !a.decode(w, r, &in) || !in.check(w) {
 		return
 	}
 	e, ok := a.endpointOf(w, r)
@@ -224,6 +243,15 @@ func (a *api) listEventTypes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, newPage(ts, limit, viewEventType, func(t platform.EventType) string { return t.Name }))
+}
+
+// attemptTimeout is e's attempt timeout as its stream's policy has it:
+// 0 is the default.
+func attemptTimeout(e platform.Endpoint) time.Duration {
+	if e.AttemptTimeout == 0 {
+		return platform.DefaultAttemptTimeout
+	}
+	return e.AttemptTimeout
 }
 
 // headersOf is e's custom headers as the API shows them: {} if none.

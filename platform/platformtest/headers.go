@@ -2,6 +2,7 @@ package platformtest
 
 import (
 	"strings"
+	"time"
 
 	"github.com/courierlab/courier/platform"
 )
@@ -46,4 +47,30 @@ func endpointHeaders(e *env) {
 	}
 	after, _ := e.s.GetEndpoint(e.ctx, ep.ID)
 	diff(e.t, "GetEndpoint after refused updates", kept, after)
+}
+
+// endpointAttemptTimeout: an endpoint's attempt timeout is kept by create
+// and update; one out of range names attempt_timeout and changes
+// nothing.
+func endpointAttemptTimeout(e *env) {
+	a := e.app("a")
+	ep := e.endpoint(a.ID)
+	ep.AttemptTimeout = 90 * time.Second
+	if got := e.create(ep); got.AttemptTimeout != 90*time.Second {
+		e.t.Errorf("CreateEndpoint kept AttemptTimeout %s; want 90s", got.AttemptTimeout)
+	}
+	read, _ := e.s.GetEndpoint(e.ctx, ep.ID)
+	read.AttemptTimeout = platform.MaxAttemptTimeout
+	if got, err := e.s.UpdateEndpoint(e.ctx, read); err != nil || got.AttemptTimeout != platform.MaxAttemptTimeout {
+		e.t.Errorf("UpdateEndpoint to the most = %s, %v", got.AttemptTimeout, err)
+	}
+	for _, bad := range []time.Duration{-time.Second, time.Second - time.Millisecond, platform.MaxAttemptTimeout + time.Millisecond, 2*time.Second + time.Microsecond} {
+		x := read
+		x.AttemptTimeout = bad
+		_, err := e.s.UpdateEndpoint(e.ctx, x)
+		e.wantField("UpdateEndpoint attempt timeout "+bad.String(), err, "attempt_timeout")
+	}
+	if got, _ := e.s.GetEndpoint(e.ctx, ep.ID); got.AttemptTimeout != platform.MaxAttemptTimeout {
+		e.t.Errorf("after refused updates AttemptTimeout is %s; want %s", got.AttemptTimeout, platform.MaxAttemptTimeout)
+	}
 }

@@ -57,6 +57,7 @@ var checks = []struct {
 	{"disable-endpoint", disableEndpoint},
 	{"endpoint-old-secrets", endpointOldSecrets},
 	{"endpoint-headers", endpointHeaders},
+	{"endpoint-attempt-timeout", endpointAttemptTimeout},
 	{"tokens-crud", tokensCRUD},
 	{"tokens-bad-arguments", tokensBadArguments},
 }

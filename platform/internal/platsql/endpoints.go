@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/courierlab/courier/platform"
 )
 
-const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight, old_secrets, headers, created_at, updated_at`
+const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight, old_secrets, headers, attempt_timeout_ms, created_at, updated_at`
 
 // oldSecret is how an OldSecret is kept in the old_secrets column (JSON).
 type oldSecret struct {
@@ -19,8 +20,8 @@ type oldSecret struct {
 func scanEndpoint(r Row) (platform.Endpoint, error) {
 	var e platform.Endpoint
 	var types, secrets, ordering, old, headers string
-	var enabled, rate, flight, created, updated int64
-	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight, &old, &headers, &created, &updated); err != nil {
+	var enabled, rate, flight, timeout, created, updated int64
+	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight, &old, &headers, &timeout, &created, &updated); err != nil {
 		return platform.Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(headers), &e.Headers); err != nil {
@@ -46,12 +47,13 @@ func scanEndpoint(r Row) (platform.Endpoint, error) {
 		e.EventTypes = []string{}
 	}
 	e.Enabled, e.Ordering, e.RateLimit, e.MaxInFlight = enabled != 0, platform.Ordering(ordering), int(rate), int(flight)
+	e.AttemptTimeout = time.Duration(timeout) * time.Millisecond
 	e.CreatedAt, e.UpdatedAt = instant(created), instant(updated)
 	return e, nil
 }
 
 // endpointArgs are e's mutable columns, in endpointColumns' order from
-// url to headers.
+// url to attempt_timeout_ms.
 func endpointArgs(e platform.Endpoint) []any {
 	types, _ := json.Marshal(append([]string{}, e.EventTypes...)) // strings always marshal
 	secrets, _ := json.Marshal(e.Secrets)
@@ -66,7 +68,7 @@ func endpointArgs(e platform.Endpoint) []any {
 	old, _ := json.Marshal(olds)
 	headers, _ := json.Marshal(e.Headers) // nil is null, read back as none
 	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight),
-		string(old), string(headers)}
+		string(old), string(headers), e.AttemptTimeout.Milliseconds()}
 }
 
 // checkTypes checks that every type of a filter exists.
@@ -106,7 +108,7 @@ func (c *Core) CreateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append([]any{e.ID, e.AppID}, endpointArgs(e)...)
 		if _, err := tx.Exec(ctx, `INSERT INTO platform_endpoints (`+endpointColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`, append(args, now)...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`, append(args, now)...); err != nil {
 			return err
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
@@ -194,7 +196,7 @@ func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		args := append(endpointArgs(e), now, e.ID, e.AppID)
 		n, err := tx.Exec(ctx, `UPDATE platform_endpoints SET url = $1, description = $2, event_types = $3, secrets = $4,
 			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, old_secrets = $9, headers = $10,
-			updated_at = $11 WHERE id = $12 AND app_id = $13`, args...)
+			attempt_timeout_ms = $11, updated_at = $12 WHERE id = $13 AND app_id = $14`, args...)
 		if err != nil {
 			return err
 		}

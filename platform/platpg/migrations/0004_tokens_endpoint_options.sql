@@ -15,3 +15,6 @@ ALTER TABLE platform_endpoints ADD COLUMN old_secrets text NOT NULL DEFAULT '[]'
 
 -- Custom headers set on every request to an endpoint: a JSON object.
 ALTER TABLE platform_endpoints ADD COLUMN headers text NOT NULL DEFAULT '{}';
+
+-- Each endpoint's attempt timeout in milliseconds (0: the default, 30 s).
+ALTER TABLE platform_endpoints ADD COLUMN attempt_timeout_ms bigint NOT NULL DEFAULT 0;
