@@ -56,9 +56,11 @@ type Endpoint struct {
 	// limit. MaxInFlight is the most attempts in flight at once
 	// (machine.Config.Window): 1 in strict order, 1 to MaxMaxInFlight in
 	// independent order; 0 is the default, 1 in strict order and
-	// DefaultMaxInFlight in independent. A change of either takes effect
-	// when the stream's machine is next built (disable and enable the
-	// endpoint, or restart).
+	// DefaultMaxInFlight in independent. A change of either (or of
+	// AttemptTimeout, or the ordering) takes effect when the stream's
+	// machine is next built: the worker that owns the stream sees the
+	// changed policy at its next lease renewal and gives the stream back,
+	// and the next claim builds it anew.
 	RateLimit   int
 	MaxInFlight int
 	// AttemptTimeout bounds one attempt to the endpoint, from dial to the
