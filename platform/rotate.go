@@ -65,18 +65,27 @@ func Rotate(e Endpoint, secret string, expires, now time.Time) (Endpoint, error)
 	if len(live)+1 > webhook.MaxSigners {
 		return Endpoint{}, fieldErr("secret", "would make %d secrets signing at once; at most %d (wait for an old one to expire)", len(live)+1, webhook.MaxSigners)
 	}
-	var old []OldSecret
-	for _, o := range e.OldSecrets {
-		if now.Before(o.ExpiresAt) {
-			old = append(old, o)
-		}
-	}
+	old := Pruned(e, now).OldSecrets
 	at := expires.Truncate(time.Microsecond).UTC()
 	for _, s := range e.Secrets {
 		old = append(old, OldSecret{Secret: s, ExpiresAt: at})
 	}
 	e.Secrets, e.OldSecrets = []string{secret}, old
 	return e, nil
+}
+
+// Pruned returns e without the old secrets expired at now (nil if none
+// is left): what a change of the endpoint writes, so that expired
+// secrets are not kept, shown, or counted against webhook.MaxSigners.
+func Pruned(e Endpoint, now time.Time) Endpoint {
+	var old []OldSecret
+	for _, o := range e.OldSecrets {
+		if now.Before(o.ExpiresAt) {
+			old = append(old, o)
+		}
+	}
+	e.OldSecrets = old
+	return e
 }
 
 // checkOldSecrets checks what a store keeps of e's old secrets: each a

@@ -30,6 +30,9 @@ func TestRotateKeepsOldSecretsSigningUntilTheyExpire(t *testing.T) {
 	if d := cmp.Diff([]string{s2}, got); d != "" || !until.IsZero() {
 		t.Errorf("at the expiry: until %v, secrets (-want +got):\n%s", until, d)
 	}
+	if p := Pruned(e, now.Add(time.Hour)); p.OldSecrets != nil || len(Pruned(e, now).OldSecrets) != 1 {
+		t.Errorf("Pruned at the expiry kept %v; want none (and the old secret before it)", p.OldSecrets)
+	}
 	later := now.Add(2 * time.Hour)
 	e, err = Rotate(e, s3, later.Add(time.Minute), later)
 	if err != nil {

@@ -24,8 +24,10 @@ import (
 )
 
 // api is the ingest and operations API over HTTP/JSON. Every /v1 route
-// needs a bearer token from the config; /healthz, /readyz and /metrics
-// carry no event and need none.
+// needs a bearer token: an admin token from the config, or an
+// application token for the routes of its application that appAccess
+// opens (platform_tokens_api.go); /healthz, /readyz and /metrics carry
+// no event and need none.
 type api struct {
 	cfg     *Config
 	svc     *courier.Service

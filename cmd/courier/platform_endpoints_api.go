@@ -183,7 +183,7 @@ func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.apply(&e)
-	e, err := a.plat.Store().UpdateEndpoint(r.Context(), e)
+	e, err := a.plat.Store().UpdateEndpoint(r.Context(), platform.Pruned(e, time.Now()))
 	if err != nil {
 		writePlatErr(w, "updating the endpoint", err)
 		return

@@ -99,9 +99,10 @@ type oldSecretView struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// viewSecrets shows e's secrets and the old ones still signing.
 func viewSecrets(e platform.Endpoint) secretsView {
 	v := secretsView{ID: e.ID, Secrets: e.Secrets, OldSecrets: []oldSecretView{}}
-	for _, o := range e.OldSecrets {
+	for _, o := range platform.Pruned(e, time.Now()).OldSecrets {
 		v.OldSecrets = append(v.OldSecrets, oldSecretView{Secret: o.Secret, ExpiresAt: o.ExpiresAt})
 	}
 	return v

@@ -72,6 +72,10 @@ func TestRotateSignsWithBothSecretsUntilTheOldExpires(t *testing.T) {
 		t.Errorf("after the expiry: signatures by %d secrets; want one, the new secret's", len(got))
 	}
 
+	if olds := mustCall(t, 200, "GET", epURL+"/secrets", "")["old_secrets"].([]any); len(olds) != 0 {
+		t.Errorf("after the expiry .../secrets shows old secrets %v; want none", olds)
+	}
+
 	// A rotation with no body makes a secret and keeps the old 24 h.
 	rot = mustCall(t, 200, "POST", epURL+"/secret/rotate", ``)
 	made := rot["secrets"].([]any)[0].(string)

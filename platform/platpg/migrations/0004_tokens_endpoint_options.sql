@@ -1,5 +1,8 @@
--- platform schema 4: application tokens (kept as the SHA-256 of the
--- token, never the token).
+-- platform schema 4: application tokens, and an endpoint's rotated
+-- secrets, custom headers and attempt timeout.
+--
+-- Application tokens are kept as the SHA-256 of the token, never the
+-- token.
 CREATE TABLE platform_tokens (
 	id         text   COLLATE "C" PRIMARY KEY,
 	app_id     text   COLLATE "C" NOT NULL,
