@@ -63,13 +63,14 @@ type Endpoint struct {
 	// and the next claim builds it anew.
 	RateLimit   int
 	MaxInFlight int
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+
 	// AttemptTimeout bounds one attempt to the endpoint, from dial to the
 	// last byte of the answer: MinAttemptTimeout to MaxAttemptTimeout, or
 	// 0 for DefaultAttemptTimeout. It is the stream's
 	// machine.Config.AttemptTimeout too.
 	AttemptTimeout time.Duration
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
 }
 
 // Wants reports whether the endpoint receives a message of eventType

@@ -13,27 +13,30 @@ import (
 // endpointView is what the API shows of an endpoint: never its secrets,
 // but in the answer to its creation and at .../secrets.
 type endpointView struct {
-	ID             string            `json:"id"`
-	AppID          string            `json:"app_id"`
-	URL            string            `json:"url"`
-	Description    string            `json:"description"`
-	EventTypes     []string          `json:"event_types"`
-	Enabled        bool              `json:"enabled"`
-	Ordering       string            `json:"ordering"`
-	RateLimit      int               `json:"rate_limit"`
-	MaxInFlight    int               `json:"max_in_flight"`
+	ID          string    `json:"id"`
+	AppID       string    `json:"app_id"`
+	URL         string    `json:"url"`
+	Description string    `json:"description"`
+	EventTypes  []string  `json:"event_types"`
+	Enabled     bool      `json:"enabled"`
+	Ordering    string    `json:"ordering"`
+	RateLimit   int       `json:"rate_limit"`
+	MaxInFlight int       `json:"max_in_flight"`
+	Stream      string    `json:"stream"`
+	Secrets     []string  `json:"secrets,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+
+	// Custom headers and the attempt timeout (seconds).
 	Headers        map[string]string `json:"headers"`
-	AttemptTimeout int               `json:"attempt_timeout"` // seconds
-	Stream         string            `json:"stream"`
-	Secrets        []string          `json:"secrets,omitempty"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	AttemptTimeout int               `json:"attempt_timeout"`
 }
 
 func viewEndpoint(e platform.Endpoint) endpointView {
-	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Headers: headersOf(e),
-		AttemptTimeout: int(attemptTimeout(e) / time.Second), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+	v := endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
+		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+	v.Headers, v.AttemptTimeout = headersOf(e), int(attemptTimeout(e)/time.Second)
+	return v
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
@@ -42,14 +45,15 @@ func viewEndpoint(e platform.Endpoint) endpointView {
 // rate limit, the ordering's attempts in flight, no custom headers, an
 // attempt timeout of 30 s).
 type endpointIn struct {
-	URL            *string            `json:"url"`
-	Description    *string            `json:"description"`
-	EventTypes     *[]string          `json:"event_types"`
-	Secrets        *[]string          `json:"secrets"`
-	Enabled        *bool              `json:"enabled"`
-	Ordering       *string            `json:"ordering"`
-	RateLimit      *int               `json:"rate_limit"`
-	MaxInFlight    *int               `json:"max_in_flight"`
+	URL         *string   `json:"url"`
+	Description *string   `json:"description"`
+	EventTypes  *[]string `json:"event_types"`
+	Secrets     *[]string `json:"secrets"`
+	Enabled     *bool     `json:"enabled"`
+	Ordering    *string   `json:"ordering"`
+	RateLimit   *int      `json:"rate_limit"`
+	MaxInFlight *int      `json:"max_in_flight"`
+
 	Headers        *map[string]string `json:"headers"`
 	AttemptTimeout *int               `json:"attempt_timeout"` // seconds; 0 for the default
 }
