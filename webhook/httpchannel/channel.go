@@ -180,14 +180,6 @@ func (c *Channel) send(ctx context.Context, a channel.Attempt, keep bool) (chann
 	return c.do(ctx, req, keep)
 }
 
-// setHeaders sets the configured Headers on h; the caller sets the
-// channel's own after, so that they win.
-func (c *Channel) setHeaders(h http.Header) {
-	for name, value := range c.cfg.Headers {
-		h.Set(name, value)
-	}
-}
-
 // Probe sends the configured cheap request to stream's endpoint; its
 // answer follows the same table as Send's.
 func (c *Channel) Probe(ctx context.Context, stream string) channel.Outcome {
@@ -328,4 +320,12 @@ func version() string {
 		return "devel"
 	}
 	return v
+}
+
+// setHeaders sets the configured Headers on h; the caller sets the
+// channel's own after, so that they win.
+func (c *Channel) setHeaders(h http.Header) {
+	for name, value := range c.cfg.Headers {
+		h.Set(name, value)
+	}
 }
