@@ -68,6 +68,18 @@ func TestAppTokenSeesOnlyItsApplication(t *testing.T) {
 			t.Errorf("%s %s with another application's token = %d %v; want %d", rt.method, rt.path, r.status, r.body, want)
 		}
 	}
+	// Its own application's ID with another's endpoint, message or job
+	// reaches nothing either: the routes scope those to the path's
+	// application.
+	mixed := theirs
+	mixed.app = mine.app
+	for _, rt := range routes {
+		if appAccess[rt.method+" "+rt.path] == ownApp && strings.Count(rt.path, "{") > 1 && !strings.Contains(rt.path, "{token}") {
+			if r := call(t, rt.method, base+mixed.path(rt.path), mine.tok, `{}`); r.status != 404 {
+				t.Errorf("%s %s with its own application and another's IDs = %d %v; want 404", rt.method, rt.path, r.status, r.body)
+			}
+		}
+	}
 	if got := snapshot(t, base, theirs.app) + snapshotTokens(t, base, theirs.app); got != before {
 		t.Errorf("the other application changed under a foreign token:\n%s\nwas\n%s", got, before)
 	}
