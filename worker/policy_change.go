@@ -6,10 +6,11 @@ import (
 	"github.com/courierlab/courier/machine"
 )
 
-// errPolicyChanged is why a stream closes when Policy, asked again at a
+// ErrPolicyChanged is why a stream closes when Policy, asked again at a
 // renewal, answers another policy than the one its machine was built
-// with.
-var errPolicyChanged = errors.New("the stream's policy changed; giving it back so that the next claim builds its machine with the new one")
+// with: the Faulted event's Err wraps it. It is no fault but an
+// operator's change, and an observer may report it as such.
+var ErrPolicyChanged = errors.New("the stream's policy changed; giving it back so that the next claim builds its machine with the new one")
 
 // policyChanged reports whether cfg, Policy's answer at a renewal,
 // differs from built, the policy the stream's machine runs, but for Seed

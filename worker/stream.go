@@ -171,7 +171,7 @@ func (w *Worker) renewAndRecheck(ctx context.Context, st *stream, now time.Time)
 	}
 	cfg, err := w.policy(st.lease.Stream)
 	if err == nil && policyChanged(st.cfg, cfg) {
-		err = errPolicyChanged
+		err = ErrPolicyChanged
 	}
 	if err != nil {
 		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Token: st.lease.Token,
