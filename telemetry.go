@@ -231,6 +231,10 @@ func (t *telemetry) Observe(e worker.Event) {
 			t.refused(ctx, e)
 			break
 		}
+		if errors.Is(e.Err, worker.ErrPolicyChanged) { // an operator's change (an endpoint's limits), no fault
+			t.log.LogAttrs(ctx, slog.LevelInfo, "courier: stream's policy changed; giving it back to rebuild its machine", stream)
+			break
+		}
 		t.log.LogAttrs(ctx, slog.LevelError, "courier: worker fault", stream, slog.String("error", e.Err.Error()))
 	}
 	if t.next != nil {

@@ -194,6 +194,16 @@ func CheckEndpoint(e Endpoint) error {
 	if err := CheckSecrets("secrets", e.Secrets); err != nil {
 		return err
 	}
+	if err := checkOldSecrets(e); err != nil {
+		return err
+	}
+	if err := CheckHeaders(e.Headers); err != nil {
+		return err
+	}
+	if t := e.AttemptTimeout; t != 0 && (t < MinAttemptTimeout || t > MaxAttemptTimeout || t%time.Millisecond != 0) {
+		return fieldErr("attempt_timeout", "is %s; must be within %s..%s in whole milliseconds (0 for the default, %s)",
+			t, MinAttemptTimeout, MaxAttemptTimeout, DefaultAttemptTimeout)
+	}
 	if e.Ordering != Strict && e.Ordering != Independent {
 		return fieldErr("ordering", "is %q; must be %q or %q", clip(string(e.Ordering)), Strict, Independent)
 	}
@@ -209,10 +219,14 @@ func CheckEndpoint(e Endpoint) error {
 	return checkRetryPolicy(e)
 }
 
-// The bounds of an endpoint's rate limit (attempts per second) and of
-// its attempts in flight, and the default of the latter in independent
-// order.
+// The bounds of an endpoint's attempt timeout and its default, of its
+// rate limit (attempts per second) and of its attempts in flight, and
+// the default of the latter in independent order.
 const (
+	MinAttemptTimeout     = time.Second
+	MaxAttemptTimeout     = 300 * time.Second
+	DefaultAttemptTimeout = 30 * time.Second
+
 	MaxRateLimit       = 10_000
 	MaxMaxInFlight     = 64
 	DefaultMaxInFlight = 8

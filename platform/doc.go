@@ -61,7 +61,7 @@
 // workers and the simulator's ask it: the endpoint's ordering, rate limit
 // and retry policy (EndpointPolicy), ErrDisabled while it is disabled.
 //
-// # Rate limit and attempts in flight
+// # Rate limit, attempts in flight and attempt timeout
 //
 // Endpoint.RateLimit is the most attempts per second the endpoint's
 // stream starts (0: no limit), and Endpoint.MaxInFlight the most it has
@@ -70,7 +70,8 @@
 // machine.Config with RateLimit per RatePer of one second and
 // MaxInFlight as its Window, and
 // the machine holds back the starts beyond them (see "Rate limit" in
-// package machine).
+// package machine). Endpoint.AttemptTimeout (1 s to 5 min, 0 for 30 s)
+// is the same policy's AttemptTimeout, and bounds the HTTP attempt.
 //
 // # Retry and status policy
 //
@@ -103,6 +104,27 @@
 // fan-out and its stream waits. Enabling it again by UpdateEndpoint
 // clears its failing streak.
 //
+// # Custom headers
+//
+// Endpoint.Headers are set on every request to the endpoint, under the
+// sender's own (which win). CheckHeaders bounds them and refuses the
+// names courier or the transport set (ReservedHeader).
+//
+// # Secret rotation
+//
+// Rotate gives an endpoint a new secret and keeps its current ones as
+// OldSecrets, each signing until its expiry (DefaultOldSecretFor unless
+// asked, MaxOldSecretFor at most): SigningSecrets is the set that signs
+// at an instant, and when it next changes, so a sender rebuilds its
+// channel then.
+//
+// # Application tokens
+//
+// An AppToken lets its holder reach one application's routes (the API
+// decides which). The store keeps HashToken of the token, never the
+// token (NewToken, "ctk_..."), and finds it by that hash
+// (Store.TokenByHash); deleting the application deletes its tokens.
+//
 // # Stores
 //
 // Store is the contract; platformtest is its conformance suite. platmem
@@ -112,7 +134,8 @@
 // sharing their SQL in platform/internal/platsql.
 //
 // Names and IDs: an application's ID is "app_" and 26 lower-case base32
-// characters, an endpoint's "ep_" and a message's "msg_" likewise (NewID);
+// characters, an endpoint's "ep_", a message's "msg_" and a token's
+// "tok_" likewise (NewID);
 // the first ten characters encode the creation time in milliseconds, so
 // ID order is creation order, to the millisecond.
 package platform

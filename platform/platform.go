@@ -39,6 +39,13 @@ type Endpoint struct {
 	// Secrets sign every request ("whsec_..."); several during a
 	// rotation, each request then carrying one signature per secret.
 	Secrets []string
+	// OldSecrets are secrets rotated away from (Rotate), each signing
+	// beside Secrets until it expires (SigningSecrets); nil if none.
+	OldSecrets []OldSecret
+	// Headers are set on every request to the endpoint (CheckHeaders
+	// bounds them and refuses the names courier or the transport set);
+	// nil if none.
+	Headers map[string]string
 	// Enabled: a disabled endpoint is left out of every fan-out, and its
 	// stream is paused (deliveries queued before wait).
 	Enabled  bool
@@ -49,9 +56,11 @@ type Endpoint struct {
 	// limit. MaxInFlight is the most attempts in flight at once
 	// (machine.Config.Window): 1 in strict order, 1 to MaxMaxInFlight in
 	// independent order; 0 is the default, 1 in strict order and
-	// DefaultMaxInFlight in independent. A change of either takes effect
-	// when the stream's machine is next built (disable and enable the
-	// endpoint, or restart).
+	// DefaultMaxInFlight in independent. A change of either (or of
+	// AttemptTimeout, or the ordering) takes effect when the stream's
+	// machine is next built: the worker that owns the stream sees the
+	// changed policy at its next lease renewal and gives the stream back,
+	// and the next claim builds it anew.
 	RateLimit   int
 	MaxInFlight int
 	// MaxAttempts, BaseBackoff and MaxBackoff are the retry policy of the
@@ -60,14 +69,20 @@ type Endpoint struct {
 	// 5m). RejectStatuses are the HTTP statuses that make a delivery a
 	// dead letter at once (httpchannel.StatusPolicy.RejectOn); every other
 	// non-2xx is retried. Nil means the default, 410 only; empty rejects
-	// none. See StreamPolicy and StatusPolicy. A change takes effect as a
+	// none. See EndpointPolicy and StatusPolicy. A change takes effect as a
 	// change of RateLimit does; RejectStatuses at the next attempt.
 	MaxAttempts    int
 	BaseBackoff    time.Duration
 	MaxBackoff     time.Duration
 	RejectStatuses []int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// AttemptTimeout bounds one attempt to the endpoint, from dial to the
+	// last byte of the answer: MinAttemptTimeout to MaxAttemptTimeout, or
+	// 0 for DefaultAttemptTimeout. It is the stream's
+	// machine.Config.AttemptTimeout too.
+	AttemptTimeout time.Duration
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Wants reports whether the endpoint receives a message of eventType
@@ -183,8 +198,8 @@ type Store interface {
 	ListApps(ctx context.Context, after string, limit int) ([]Application, error)
 	// UpdateApp replaces the application's name; UpdatedAt becomes now.
 	UpdateApp(ctx context.Context, a Application) (Application, error)
-	// DeleteApp deletes the application with its endpoints, its
-	// messages and their attempts and health. Deliveries already in the delivery store stay there; sent
+	// DeleteApp deletes the application with its endpoints, its tokens,
+	// its messages and their attempts and health. Deliveries already in the delivery store stay there; sent
 	// to a deleted endpoint they are refused (dead letters).
 	DeleteApp(ctx context.Context, id string) error
 
@@ -283,6 +298,9 @@ type Store interface {
 
 	// ReplayJobStore keeps the bulk replay jobs (jobs.go).
 	ReplayJobStore
+	// TokenStore: application tokens. DeleteApp deletes its
+	// application's tokens too.
+	TokenStore
 }
 
 // MaxLimit is the longest page a list returns.

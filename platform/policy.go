@@ -32,9 +32,9 @@ var ErrDisabled = errors.New("platform: endpoint disabled")
 
 // EndpointPolicy is the delivery policy of endpoint ep's stream: base
 // with the endpoint's ordering, attempts in flight (Window), rate limit
-// (RateLimit attempt starts per second) and retry policy (MaxAttempts,
-// BaseBackoff, MaxBackoff; a zero field keeps base's); an ordering other
-// than Strict and Independent keeps base's.
+// (RateLimit attempt starts per second), retry policy (MaxAttempts,
+// BaseBackoff, MaxBackoff) and AttemptTimeout, a zero field keeping
+// base's; an ordering other than Strict and Independent keeps base's.
 func EndpointPolicy(base machine.Config, ep Endpoint) machine.Config {
 	p := base
 	switch ep.Ordering {
@@ -58,6 +58,9 @@ func EndpointPolicy(base machine.Config, ep Endpoint) machine.Config {
 	}
 	if ep.MaxBackoff > 0 {
 		p.MaxBackoff = ep.MaxBackoff
+	}
+	if ep.AttemptTimeout > 0 {
+		p.AttemptTimeout = ep.AttemptTimeout
 	}
 	return p
 }

@@ -182,7 +182,9 @@ func (w *Worker) lastRenewal(ctx context.Context, st *stream, now time.Time) boo
 
 // renewAndRecheck renews the lease and asks Policy again whether the
 // stream may still be delivered: a pause or a disabled endpoint then
-// stops an owner within one RenewEvery, not only the next takeover. It is
+// stops an owner within one RenewEvery, not only the next takeover; a
+// changed policy (policyChanged) closes the stream the same way, so the
+// next claim builds its machine with the new one. It is
 // asked whatever the renewal's outcome, so store trouble does not delay
 // it. It reports false if the stream was lost.
 func (w *Worker) renewAndRecheck(ctx context.Context, st *stream, now time.Time) bool {
@@ -199,7 +201,11 @@ func (w *Worker) recheck(st *stream, now time.Time) {
 	if st.closing != "" {
 		return
 	}
-	if _, err := w.policy(st.lease.Stream); err != nil {
+	cfg, err := w.policy(st.lease.Stream)
+	if err == nil && policyChanged(st.cfg, cfg) {
+		err = ErrPolicyChanged
+	}
+	if err != nil {
 		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Token: st.lease.Token,
 			Err: fmt.Errorf("policy for stream %q: %w", st.lease.Stream, err), Detail: "giving the stream back"})
 		st.closing = err.Error()

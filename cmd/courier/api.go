@@ -25,8 +25,10 @@ import (
 )
 
 // api is the ingest and operations API over HTTP/JSON. Every /v1 route
-// needs a bearer token from the config; /healthz, /readyz and /metrics
-// carry no event and need none.
+// needs a bearer token: an admin token from the config, or an
+// application token for the routes of its application that appAccess
+// opens (platform_tokens_api.go); /healthz, /readyz and /metrics carry
+// no event and need none.
 type api struct {
 	cfg     *Config
 	svc     *courier.Service
@@ -49,7 +51,7 @@ func (a *api) handler() http.Handler {
 	for _, rt := range a.routes() {
 		h := rt.h
 		if rt.auth {
-			h = a.auth(h)
+			h = a.auth(rt, h)
 		}
 		mux.HandleFunc(rt.method+" "+rt.path, h)
 	}
@@ -89,6 +91,7 @@ func (a *api) routes() []route {
 		{"GET", "/ui/", false, serveUI},
 	}
 	rs = append(rs, a.platformRoutes()...)
+	rs = append(rs, a.tokenRoutes()...)
 	if a.metrics != nil {
 		rs = append(rs, route{"GET", "/metrics", false, a.metrics.ServeHTTP})
 	}
@@ -141,10 +144,11 @@ func writeErr(w http.ResponseWriter, status int, format string, args ...any) {
 	writeJSON(w, status, apiError{Error: fmt.Sprintf(format, args...)})
 }
 
-// auth lets a request through only with a configured bearer token,
-// compared in constant time against each. The scheme is matched in any
-// case (RFC 9110 section 11.1); the token exactly.
-func (a *api) auth(next http.HandlerFunc) http.HandlerFunc {
+// auth lets a request to rt through only with a configured bearer
+// token, compared in constant time against each, or with an application
+// token that appAccess lets reach rt (platform_tokens_api.go). The scheme
+// is matched in any case (RFC 9110 section 11.1); the token exactly.
+func (a *api) auth(rt route, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		tok = strings.TrimLeft(tok, " ")
@@ -158,12 +162,20 @@ func (a *api) auth(next http.HandlerFunc) http.HandlerFunc {
 		for _, t := range a.tokens {
 			match |= subtle.ConstantTimeCompare(sum[:], t[:])
 		}
-		if match != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="courier", error="invalid_token"`)
-			writeErr(w, http.StatusUnauthorized, "bearer token not accepted")
+		if match == 1 {
+			next(w, r)
 			return
 		}
-		next(w, r)
+		app, ok, err := a.appToken(r.Context(), tok)
+		switch {
+		case err != nil:
+			writeErr(w, http.StatusServiceUnavailable, "checking the token: %v; try again", err)
+		case !ok:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="courier", error="invalid_token"`)
+			writeErr(w, http.StatusUnauthorized, "bearer token not accepted")
+		case allowApp(w, r, rt, app):
+			next(w, r)
+		}
 	}
 }
 

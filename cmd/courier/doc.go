@@ -63,7 +63,8 @@
 //
 // The webhook platform (package platform) adds applications, their
 // endpoints (URL, secrets, a filter of event types, enabled, ordering,
-// rate_limit, max_in_flight), event types and messages, kept in the same
+// rate_limit, max_in_flight, attempt_timeout, custom headers), event
+// types, messages and application tokens, kept in the same
 // database and used without a restart; openapi.json (served at
 // /openapi.json) describes every route:
 //
@@ -81,6 +82,13 @@
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/replay/{job}               the job's progress (kept: a restart resumes it)
 //	POST /v1/apps/{app}/endpoints/{endpoint}/replay/{job}/cancel        stop a running job
 //	GET  /v1/apps/{app}/endpoints/{endpoint}/replays                    its jobs, newest first
+//	POST /v1/apps/{app}/endpoints/{endpoint}/replay-missing  {"since": "..."}  older messages it missed, once
+//	POST /v1/apps/{app}/endpoints/{endpoint}/secret/rotate              a new secret; the old signs until it expires
+//	POST /v1/apps/{app}/tokens  GET .../tokens  DELETE .../tokens/{token}   application tokens (ctk_...)
+//
+// An application token reaches only its own application's routes (the
+// table appAccess): another application's answer 404, as one that does
+// not exist, and the admin routes 403.
 //
 // A message becomes one event per enabled endpoint whose filter matches,
 // on the endpoint's stream (its ID), with the ID message.endpoint (the

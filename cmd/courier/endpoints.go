@@ -21,7 +21,8 @@ import (
 // the endpoint as the platform store holds it at send time: an endpoint
 // created, retargeted or given new secrets by the API is used at its next
 // attempt, with no restart. A channel is kept per endpoint and rebuilt
-// when the endpoint's UpdatedAt moves.
+// when the endpoint's UpdatedAt moves, or when an old secret of a
+// rotation expires (platform.Endpoint.SigningSecrets).
 type endpointChannels struct {
 	plat          platform.Store
 	allowLoopback bool
@@ -33,14 +34,19 @@ type endpointChannels struct {
 	built map[string]builtChannel // endpoint ID -> its channel
 }
 
+// builtChannel is an endpoint's channel, built from the endpoint as of
+// updated and signing with its secrets as of then until until (zero:
+// for good), when an old secret expires and it is built again.
 type builtChannel struct {
 	updated time.Time
+	until   time.Time
 	ch      *httpchannel.Channel
 }
 
 // endpointPolicy is the delivery policy of an endpoint's stream:
 // machine.DefaultConfig with the endpoint's ordering, attempts in flight,
-// rate limit and retry policy (platform.EndpointPolicy). Its payload bound is the
+// rate limit, retry policy and attempt timeout (platform.EndpointPolicy;
+// the timeout bounds the HTTP attempt too). Its payload bound is the
 // platform's (platform.Config.MaxPayloadBytes).
 func endpointPolicy(ep platform.Endpoint) machine.Config {
 	return platform.EndpointPolicy(basePolicy(), ep)
@@ -97,12 +103,15 @@ func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, ch
 	stream := platform.StreamOf(ep.ID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if b, ok := e.built[ep.ID]; ok && b.updated.Equal(ep.UpdatedAt) {
+	now := time.Now()
+	if b, ok := e.built[ep.ID]; ok && b.updated.Equal(ep.UpdatedAt) && (b.until.IsZero() || now.Before(b.until)) {
 		return b.ch, channel.Outcome{}, true
 	}
+	secrets, until := ep.SigningSecrets(now)
 	hc := httpchannel.Config{
 		Endpoints:      map[string]string{stream: ep.URL},
-		Secrets:        ep.Secrets,
+		Secrets:        secrets,
+		Headers:        ep.Headers,
 		AttemptTimeout: endpointPolicy(ep).AttemptTimeout,
 		MaxBodyBytes:   endpointPolicy(ep).MaxPayloadBytes,
 		StatusPolicy:   platform.StatusPolicy(ep),     // what rejects at once; the rest is retried
@@ -118,7 +127,7 @@ func (e *endpointChannels) build(ep platform.Endpoint) (*httpchannel.Channel, ch
 	if old, ok := e.built[ep.ID]; ok {
 		old.ch.Close() // only its idle connections: an attempt in flight on it finishes
 	}
-	e.built[ep.ID] = builtChannel{updated: ep.UpdatedAt, ch: ch}
+	e.built[ep.ID] = builtChannel{updated: ep.UpdatedAt, until: until, ch: ch}
 	return ch, channel.Outcome{}, true
 }
 

@@ -17,7 +17,8 @@ import (
 // messages fanned out to the endpoints (package platform). Shapes follow
 // Svix's (application, endpoint with a filter of event types, message
 // with an idempotency key), in this API's snake_case and with its
-// errors. Every route needs the bearer token of the other /v1 routes.
+// errors. Every route needs the bearer token of the other /v1 routes,
+// or an application token where appAccess lets one in.
 
 // newPlatform is the fan-out service over ps, enqueueing each delivery
 // through svc.Publish (so the owner of the endpoint's stream adopts it at

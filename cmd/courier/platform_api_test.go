@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,11 +46,17 @@ func newSinkSecret(t *testing.T, sec string) *sink {
 // startPlatform runs courier serve with tokens and no [streams].
 func startPlatform(t *testing.T) string {
 	t.Helper()
+	return startPlatformMax(t, 4096)
+}
+
+// startPlatformMax is startPlatform taking requests of up to maxBytes.
+func startPlatformMax(t *testing.T, maxBytes int) string {
+	t.Helper()
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
 allow_loopback = true
 poll = "50ms"
-max_request_bytes = 4096
+max_request_bytes = ` + strconv.Itoa(maxBytes) + `
 shutdown_timeout = "2s"
 `)
 	if err != nil {

@@ -28,18 +28,25 @@ type endpointView struct {
 	Secrets   []string  `json:"secrets,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+
+	// Custom headers and the attempt timeout (seconds).
+	Headers        map[string]string `json:"headers"`
+	AttemptTimeout int               `json:"attempt_timeout"`
 }
 
 func viewEndpoint(e platform.Endpoint) endpointView {
-	return endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
+	v := endpointView{ID: e.ID, AppID: e.AppID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
 		Enabled: e.Enabled, Ordering: string(e.Ordering), RateLimit: e.RateLimit, MaxInFlight: inFlight(e), retryView: viewRetry(e),
 		Stream: platform.StreamOf(e.ID), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+	v.Headers, v.AttemptTimeout = headersOf(e), int(attemptTimeout(e)/time.Second)
+	return v
 }
 
 // endpointIn is a create's body and an update's: in an update an absent
 // field keeps its value; in a create it takes its default (no
 // description, every event type, one new secret, enabled, strict, no
-// rate limit, the ordering's attempts in flight).
+// rate limit, the ordering's attempts in flight, no custom headers, an
+// attempt timeout of 30 s).
 type endpointIn struct {
 	URL         *string   `json:"url"`
 	Description *string   `json:"description"`
@@ -50,6 +57,21 @@ type endpointIn struct {
 	RateLimit   *int      `json:"rate_limit"`
 	MaxInFlight *int      `json:"max_in_flight"`
 	retryIn
+
+	Headers        *map[string]string `json:"headers"`
+	AttemptTimeout *int               `json:"attempt_timeout"` // seconds; 0 for the default
+}
+
+// check refuses what apply cannot carry to the store unchanged: an
+// attempt_timeout so large that it would overflow a time.Duration. It
+// writes the error answer itself.
+func (in endpointIn) check(w http.ResponseWriter) bool {
+	if t := in.AttemptTimeout; t != nil && (*t < 0 || *t > int(platform.MaxAttemptTimeout/time.Second)) {
+		writeField(w, "attempt_timeout", "is %d; must be within %d..%d seconds (0 for the default, %d)", *t,
+			int(platform.MinAttemptTimeout/time.Second), int(platform.MaxAttemptTimeout/time.Second), int(platform.DefaultAttemptTimeout/time.Second))
+		return false
+	}
+	return true
 }
 
 // apply sets the fields in gives on e.
@@ -76,6 +98,12 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 	if in.RateLimit != nil {
 		e.RateLimit = *in.RateLimit
 	}
+	if in.Headers != nil {
+		e.Headers = *in.Headers // replaced whole: {} removes every one
+	}
+	if in.AttemptTimeout != nil {
+		e.AttemptTimeout = time.Duration(*in.AttemptTimeout) * time.Second
+	}
 	if in.MaxInFlight != nil {
 		e.MaxInFlight = *in.MaxInFlight
 	} else if in.Ordering != nil && e.Ordering == platform.Strict {
@@ -85,7 +113,7 @@ func (in endpointIn) apply(e *platform.Endpoint) {
 
 func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	var in endpointIn
-	if !a.decode(w, r, &in) {
+	if !a.decode(w, r, &in) || !in.check(w) {
 		return
 	}
 	if in.URL == nil {
@@ -149,7 +177,7 @@ func (a *api) getEndpoint(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) endpointSecrets(w http.ResponseWriter, r *http.Request) {
 	if e, ok := a.endpointOf(w, r); ok {
-		writeJSON(w, http.StatusOK, map[string]any{"id": e.ID, "secrets": e.Secrets})
+		writeJSON(w, http.StatusOK, viewSecrets(e))
 	}
 }
 
@@ -158,7 +186,7 @@ func (a *api) endpointSecrets(w http.ResponseWriter, r *http.Request) {
 // moves); disabling pauses the endpoint's stream.
 func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 	var in endpointIn
-	if !a.decode(w, r, &in) {
+	if !a.decode(w, r, &in) || !in.check(w) {
 		return
 	}
 	e, ok := a.endpointOf(w, r)
@@ -169,7 +197,7 @@ func (a *api) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 	if !in.applyRetry(w, &e) {
 		return
 	}
-	e, err := a.plat.Store().UpdateEndpoint(r.Context(), e)
+	e, err := a.plat.Store().UpdateEndpoint(r.Context(), platform.Pruned(e, time.Now()))
 	if err != nil {
 		writePlatErr(w, "updating the endpoint", err)
 		return
@@ -229,6 +257,20 @@ func (a *api) listEventTypes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, newPage(ts, limit, viewEventType, func(t platform.EventType) string { return t.Name }))
+}
+
+// attemptTimeout is e's attempt timeout as its stream's policy has it
+// (platform.EndpointPolicy): 0 is the default.
+func attemptTimeout(e platform.Endpoint) time.Duration {
+	return platform.EndpointPolicy(machine.DefaultConfig(), e).AttemptTimeout
+}
+
+// headersOf is e's custom headers as the API shows them: {} if none.
+func headersOf(e platform.Endpoint) map[string]string {
+	if e.Headers == nil {
+		return map[string]string{}
+	}
+	return e.Headers
 }
 
 // inFlight is the most attempts in flight of e's stream, as its policy

@@ -29,20 +29,15 @@ func (a *api) replayMissing(w http.ResponseWriter, r *http.Request) {
 	if !a.decode(w, r, &in) {
 		return
 	}
+	e, ok := a.endpointOf(w, r) // first: another application's endpoint is 404 whatever the body
+	if !ok {
+		return
+	}
 	if in.Since == nil {
 		writeField(w, "since", "is missing; give the RFC 3339 instant from which messages are replayed")
 		return
 	}
-	since, err := time.Parse(time.RFC3339Nano, *in.Since)
-	switch {
-	case err != nil:
-		writeField(w, "since", "%q is not an RFC 3339 time (2006-01-02T15:04:05Z)", clipText(*in.Since))
-		return
-	case since.After(time.Now()):
-		writeField(w, "since", "%s is in the future", since.Format(time.RFC3339Nano))
-		return
-	}
-	e, ok := a.endpointOf(w, r)
+	since, ok := parseSince(w, *in.Since)
 	if !ok {
 		return
 	}
@@ -56,4 +51,20 @@ func (a *api) replayMissing(w http.ResponseWriter, r *http.Request) {
 	a.log.LogAttrs(r.Context(), slog.LevelInfo, "missing messages replayed", slog.String("app", e.AppID),
 		slog.String("endpoint", e.ID), slog.Time("since", since), slog.Int("added", added), slog.Int("pending", pending))
 	writeJSON(w, http.StatusOK, missingView{EndpointID: e.ID, Since: since.UTC(), Added: added, Pending: pending})
+}
+
+// parseSince reads a body's "since", an RFC 3339 instant not in the
+// future (a bulk replay's and a replay of missing messages'). It writes
+// the error answer itself.
+func parseSince(w http.ResponseWriter, s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	switch {
+	case err != nil:
+		writeField(w, "since", "%q is not an RFC 3339 time (2006-01-02T15:04:05Z)", clipText(s))
+		return time.Time{}, false
+	case t.After(time.Now()):
+		writeField(w, "since", "%s is in the future", t.Format(time.RFC3339Nano))
+		return time.Time{}, false
+	}
+	return t, true
 }

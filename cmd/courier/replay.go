@@ -73,13 +73,8 @@ func (a *api) startReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	var since time.Time
 	if in.Since != nil {
-		t, err := time.Parse(time.RFC3339Nano, *in.Since)
-		switch {
-		case err != nil:
-			writeField(w, "since", "%q is not an RFC 3339 time (2006-01-02T15:04:05Z)", clipText(*in.Since))
-			return
-		case t.After(time.Now()):
-			writeField(w, "since", "%s is in the future", t.Format(time.RFC3339Nano))
+		t, ok := parseSince(w, *in.Since)
+		if !ok {
 			return
 		}
 		since = t

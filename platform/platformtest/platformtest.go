@@ -60,6 +60,11 @@ var checks = []struct {
 	{"jobs-bad-arguments", jobsBadArguments},
 	{"jobs-deleted", jobsDeleted},
 	{"jobs-claimed-once", jobsClaimedOnce},
+	{"endpoint-old-secrets", endpointOldSecrets},
+	{"endpoint-headers", endpointHeaders},
+	{"endpoint-attempt-timeout", endpointAttemptTimeout},
+	{"tokens-crud", tokensCRUD},
+	{"tokens-bad-arguments", tokensBadArguments},
 }
 
 // laterChecks are checks kept apart from checks, so that branches that

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ type Store struct {
 	attempts  map[string]platform.Attempt
 	health    map[string]platform.EndpointHealth // by endpoint ID
 	jobs      map[string]platform.ReplayJob      // bulk replay jobs by ID (jobs.go)
+	tokens    map[string]platform.AppToken       // by token ID
 }
 
 var _ platform.Store = (*Store)(nil)
@@ -37,7 +39,8 @@ func New(now func() time.Time) *Store {
 	}
 	return &Store{now: now, apps: map[string]platform.Application{}, endpoints: map[string]platform.Endpoint{},
 		types: map[string]platform.EventType{}, messages: map[string]platform.Message{}, keys: map[string]string{},
-		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}, jobs: map[string]platform.ReplayJob{}}
+		attempts: map[string]platform.Attempt{}, health: map[string]platform.EndpointHealth{}, jobs: map[string]platform.ReplayJob{},
+		tokens: map[string]platform.AppToken{}}
 }
 
 // clock is the store's now, at the microsecond, as the SQL stores keep it.
@@ -158,6 +161,11 @@ func (s *Store) DeleteApp(ctx context.Context, id string) error {
 			delete(s.health, k)
 		}
 	}
+	for k, t := range s.tokens {
+		if t.AppID == id {
+			delete(s.tokens, k)
+		}
+	}
 	return nil
 }
 
@@ -178,6 +186,15 @@ func copyEndpoint(e platform.Endpoint) platform.Endpoint {
 	e.RejectStatuses = slices.Clone(e.RejectStatuses) // nil stays nil: the default
 	if e.EventTypes == nil {
 		e.EventTypes = []string{}
+	}
+	var old []platform.OldSecret // nil if none, as the SQL stores read it
+	for _, o := range e.OldSecrets {
+		old = append(old, platform.OldSecret{Secret: o.Secret, ExpiresAt: o.ExpiresAt.Truncate(time.Microsecond).UTC()})
+	}
+	e.OldSecrets = old
+	e.Headers = maps.Clone(e.Headers)
+	if len(e.Headers) == 0 {
+		e.Headers = nil // as the SQL stores read it
 	}
 	return e
 }

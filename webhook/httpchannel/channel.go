@@ -166,6 +166,7 @@ func (c *Channel) send(ctx context.Context, a channel.Attempt, keep bool) (chann
 		return channel.Outcome{Result: machine.OutcomeRefused, Detail: "cannot build the request"}, Response{}
 	}
 	h := req.Header
+	c.setHeaders(h)
 	h.Set("User-Agent", userAgent())
 	h.Set("Content-Type", c.cfg.ContentType)
 	c.cfg.signer.SetHeaders(h, a.ID, c.cfg.Now(), a.Payload)
@@ -196,6 +197,7 @@ func (c *Channel) Probe(ctx context.Context, stream string) channel.Outcome {
 	if err != nil {
 		return channel.Outcome{Result: machine.OutcomeRefused, Detail: "cannot build the probe request"}
 	}
+	c.setHeaders(req.Header)
 	req.Header.Set("User-Agent", userAgent())
 	req.Header.Set(HeaderProbe, "1")
 	o, _ := c.do(ctx, req, false)
@@ -318,4 +320,12 @@ func version() string {
 		return "devel"
 	}
 	return v
+}
+
+// setHeaders sets the configured Headers on h; the caller sets the
+// channel's own after, so that they win.
+func (c *Channel) setHeaders(h http.Header) {
+	for name, value := range c.cfg.Headers {
+		h.Set(name, value)
+	}
 }

@@ -639,3 +639,41 @@ func TestTransportCarriesSignedRequests(t *testing.T) {
 		t.Errorf("a reset through the transport: got %+v, want a failure", o)
 	}
 }
+
+// TestCustomHeaders: Config.Headers reach every request and probe, the
+// channel's own headers win over any of the same name, and New refuses a
+// header that would break every request.
+func TestCustomHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var got []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	c := newChannel(t, Config{Endpoint: srv.URL, Headers: map[string]string{
+		"X-Tenant": "acme", "authorization": "Bearer t0k", "Content-Type": "text/plain", webhook.HeaderID: "forged"}})
+	if out := c.Send(t.Context(), attempt(1)); out.Result != machine.OutcomeDelivered {
+		t.Fatalf("Send = %v", out)
+	}
+	if out := c.Probe(t.Context(), "orders"); out.Result != machine.OutcomeDelivered {
+		t.Fatalf("Probe = %v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, h := range got {
+		if h.Get("X-Tenant") != "acme" || h.Get("Authorization") != "Bearer t0k" {
+			t.Errorf("request %d: X-Tenant %q, Authorization %q; want the configured values", i, h.Get("X-Tenant"), h.Get("Authorization"))
+		}
+	}
+	if ct, id := got[0].Get("Content-Type"), got[0].Get(webhook.HeaderID); ct != DefaultContentType || id != "evt_1" {
+		t.Errorf("Content-Type %q, webhook-id %q; want the channel's own, %q and evt_1", ct, id, DefaultContentType)
+	}
+	for _, bad := range []map[string]string{{"X Bad": "v"}, {"X-Ok": "a\r\nInjected: 1"}, {"": "v"}, {"X-Ok": "a\x00"}} {
+		if _, err := New(Config{Endpoint: srv.URL, Secrets: []string{secret}, Headers: bad, Logger: quiet}); err == nil || !strings.Contains(err.Error(), "Headers") {
+			t.Errorf("New with Headers %q: err = %v; want one naming Headers", bad, err)
+		}
+	}
+}

@@ -80,6 +80,12 @@ type Config struct {
 	Transport http.RoundTripper
 	// Logger receives the construction warnings; nil means slog.Default().
 	Logger *slog.Logger
+	// Headers are set on every request and probe before the channel's
+	// own (Content-Type, User-Agent, the webhook-* and courier-*
+	// headers), which win over any of the same name. New refuses a name
+	// that is no HTTP token and a value with a control character other
+	// than tab.
+	Headers map[string]string
 }
 
 // validated is a Config with defaults filled and URLs parsed.
@@ -106,6 +112,9 @@ func validate(cfg Config) (*validated, error) {
 		if v.endpoints[stream], err = parseEndpoint(raw); err != nil {
 			return nil, fmt.Errorf("httpchannel: Endpoints[%q]: %w", stream, err)
 		}
+	}
+	if err := checkHeaders(cfg.Headers); err != nil {
+		return nil, err
 	}
 	secrets, err := webhook.ParseSecrets(cfg.Secrets)
 	if err != nil {
@@ -176,6 +185,20 @@ func parseEndpoint(raw string) (*url.URL, error) {
 		return nil, errors.New("a fragment is never sent; remove it")
 	}
 	return u, nil
+}
+
+// checkHeaders refuses a header that would make every request fail: a
+// name that is no token, a value with a control character.
+func checkHeaders(h map[string]string) error {
+	for name, value := range h {
+		if !validMethod(name) { // a method and a header name are both tokens
+			return fmt.Errorf("httpchannel: Headers: %q is not an HTTP header name", name)
+		}
+		if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return fmt.Errorf("httpchannel: Headers[%q]: the value holds a control character", name)
+		}
+	}
+	return nil
 }
 
 func validMethod(m string) bool {

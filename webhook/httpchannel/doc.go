@@ -55,7 +55,8 @@
 // and webhook-signature (one signature per configured secret);
 // courier-stream, courier-sequence (the event's Seq, for a receiver that
 // fences a strict stream) and courier-attempt; a User-Agent naming courier
-// and its version. No cookies are kept or sent, no redirect is followed,
+// and its version; and Config.Headers, under these (a configured header
+// of the same name loses). No cookies are kept or sent, no redirect is followed,
 // no proxy is used unless Config.ProxyFromEnvironment, and every address
 // dialled is checked at connect time by package ssrf (Config.AllowAddrs is
 // the opt-in, logged exception for loopback in development and tests).

@@ -134,6 +134,7 @@ func (c *Core) DeleteApp(ctx context.Context, id string) error {
 			`DELETE FROM platform_attempts WHERE app_id = $1`,
 			`DELETE FROM platform_endpoint_health WHERE app_id = $1`,
 			`DELETE FROM platform_replay_jobs WHERE app_id = $1`,
+			`DELETE FROM platform_tokens WHERE app_id = $1`,
 			`DELETE FROM platform_apps WHERE id = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {

@@ -154,12 +154,10 @@ type Step struct {
 
 // Migrations reads the steps a backend embeds as migrations/*.sql in
 // fsys, in version order. Files are named NNNN_what.sql, NNNN the
-// version, from 0001 up, each number once. A number may be skipped:
-// branches built apart each take the next number, and the gap closes
-// when they are merged. A database migrated past a gap never runs the
-// step that later fills it, so such a database is for tests only. It
-// panics on a name out of this pattern or a number twice (the files are
-// embedded: that is a build mistake).
+// version, from 0001 up, each number once and none skipped: a database
+// migrated past a gap would never run the step that later fills it. It
+// panics on a name out of this pattern, a number twice or a gap (the
+// files are embedded: that is a build mistake).
 func Migrations(fsys fs.FS) []Step {
 	names, err := fs.Glob(fsys, "migrations/*.sql")
 	if err != nil {
@@ -174,6 +172,9 @@ func Migrations(fsys fs.FS) []Step {
 		}
 		if n := len(out); n > 0 && out[n-1].Version == v {
 			panic(fmt.Sprintf("platsql: migration %s takes version %d again", name, v))
+		}
+		if v != len(out)+1 {
+			panic(fmt.Sprintf("platsql: migration %s skips version %d", name, len(out)+1))
 		}
 		b, err := fs.ReadFile(fsys, name)
 		if err != nil {

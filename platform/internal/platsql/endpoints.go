@@ -10,20 +10,39 @@ import (
 )
 
 const endpointColumns = `id, app_id, url, description, event_types, secrets, enabled, ordering, rate_limit, max_in_flight,
-	max_attempts, base_backoff_ns, max_backoff_ns, reject_statuses, created_at, updated_at`
+	old_secrets, headers, attempt_timeout_ms, max_attempts, base_backoff_ns, max_backoff_ns, reject_statuses, created_at, updated_at`
+
+// oldSecret is how an OldSecret is kept in the old_secrets column (JSON).
+type oldSecret struct {
+	Secret    string `json:"secret"`
+	ExpiresAt int64  `json:"expires_at_us"`
+}
 
 func scanEndpoint(r Row) (platform.Endpoint, error) {
 	var e platform.Endpoint
-	var types, secrets, ordering, reject string
-	var enabled, rate, flight, attempts, base, maxBackoff, created, updated int64
+	var types, secrets, ordering, old, headers, reject string
+	var enabled, rate, flight, timeout, attempts, base, maxBackoff, created, updated int64
 	if err := r.Scan(&e.ID, &e.AppID, &e.URL, &e.Description, &types, &secrets, &enabled, &ordering, &rate, &flight,
-		&attempts, &base, &maxBackoff, &reject, &created, &updated); err != nil {
+		&old, &headers, &timeout, &attempts, &base, &maxBackoff, &reject, &created, &updated); err != nil {
 		return platform.Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(reject), &e.RejectStatuses); err != nil { // "null": nil, the default
 		return platform.Endpoint{}, fmt.Errorf("endpoint %s: reject_statuses: %w", e.ID, err)
 	}
 	e.MaxAttempts, e.BaseBackoff, e.MaxBackoff = int(attempts), time.Duration(base), time.Duration(maxBackoff)
+	if err := json.Unmarshal([]byte(headers), &e.Headers); err != nil {
+		return platform.Endpoint{}, fmt.Errorf("endpoint %s: headers: %w", e.ID, err)
+	}
+	if len(e.Headers) == 0 {
+		e.Headers = nil
+	}
+	var olds []oldSecret
+	if err := json.Unmarshal([]byte(old), &olds); err != nil {
+		return platform.Endpoint{}, fmt.Errorf("endpoint %s: old_secrets: %w", e.ID, err)
+	}
+	for _, o := range olds {
+		e.OldSecrets = append(e.OldSecrets, platform.OldSecret{Secret: o.Secret, ExpiresAt: instant(o.ExpiresAt)})
+	}
 	if err := json.Unmarshal([]byte(types), &e.EventTypes); err != nil {
 		return platform.Endpoint{}, fmt.Errorf("endpoint %s: event_types: %w", e.ID, err)
 	}
@@ -34,6 +53,7 @@ func scanEndpoint(r Row) (platform.Endpoint, error) {
 		e.EventTypes = []string{}
 	}
 	e.Enabled, e.Ordering, e.RateLimit, e.MaxInFlight = enabled != 0, platform.Ordering(ordering), int(rate), int(flight)
+	e.AttemptTimeout = time.Duration(timeout) * time.Millisecond
 	e.CreatedAt, e.UpdatedAt = instant(created), instant(updated)
 	return e, nil
 }
@@ -47,8 +67,15 @@ func endpointArgs(e platform.Endpoint) []any {
 	if e.Enabled {
 		enabled = 1
 	}
+	olds := []oldSecret{}
+	for _, o := range e.OldSecrets {
+		olds = append(olds, oldSecret{Secret: o.Secret, ExpiresAt: o.ExpiresAt.UnixMicro()})
+	}
+	old, _ := json.Marshal(olds)
+	headers, _ := json.Marshal(e.Headers)       // nil is null, read back as none
 	reject, _ := json.Marshal(e.RejectStatuses) // nil: "null", the default; empty: "[]", none
 	return []any{e.URL, e.Description, string(types), string(secrets), enabled, string(e.Ordering), int64(e.RateLimit), int64(e.MaxInFlight),
+		string(old), string(headers), e.AttemptTimeout.Milliseconds(),
 		int64(e.MaxAttempts), int64(e.BaseBackoff), int64(e.MaxBackoff), string(reject)}
 }
 
@@ -89,7 +116,7 @@ func (c *Core) CreateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append([]any{e.ID, e.AppID}, endpointArgs(e)...)
 		if _, err := tx.Exec(ctx, `INSERT INTO platform_endpoints (`+endpointColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)`, append(args, now)...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)`, append(args, now)...); err != nil {
 			return err
 		}
 		out, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM platform_endpoints WHERE id = $1`, e.ID))
@@ -176,8 +203,9 @@ func (c *Core) UpdateEndpoint(ctx context.Context, e platform.Endpoint) (platfor
 		}
 		args := append(endpointArgs(e), now, e.ID, e.AppID)
 		n, err := tx.Exec(ctx, `UPDATE platform_endpoints SET url = $1, description = $2, event_types = $3, secrets = $4,
-			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, max_attempts = $9, base_backoff_ns = $10,
-			max_backoff_ns = $11, reject_statuses = $12, updated_at = $13 WHERE id = $14 AND app_id = $15`, args...)
+			enabled = $5, ordering = $6, rate_limit = $7, max_in_flight = $8, old_secrets = $9, headers = $10,
+			attempt_timeout_ms = $11, max_attempts = $12, base_backoff_ns = $13, max_backoff_ns = $14, reject_statuses = $15,
+			updated_at = $16 WHERE id = $17 AND app_id = $18`, args...)
 		if err != nil {
 			return err
 		}
