@@ -143,38 +143,49 @@ func courierSteadyPG(ctx context.Context, o options, producers int) (result, err
 		return result{}, err
 	}
 	st.Close() // the schema and its tables exist; the measured phase opens its own pool
-	return measured(ctx, o.postgres, func() (result, error) {
-		var trace *statements
-		opts := pgstore.Options{Schema: schema, MaxConns: poolSize}
-		if o.profile {
-			trace = &statements{}
-			opts.Tracer = trace
-		}
-		st, err := pgstore.Open(ctx, o.postgres, opts)
+	return measured(ctx, o.postgres, func() (result, error) { return courierSteadyRun(ctx, o, schema, producers) })
+}
+
+// courierSteadyRun is courierSteadyPG's measured phase, with its own
+// pool, traced and profiled when o asks.
+func courierSteadyRun(ctx context.Context, o options, schema string, producers int) (result, error) {
+	var trace *statements
+	opts := pgstore.Options{Schema: schema, MaxConns: poolSize}
+	if o.profile {
+		trace = &statements{}
+		opts.Tracer = trace
+	}
+	st, err := pgstore.Open(ctx, o.postgres, opts)
+	if err != nil {
+		return result{}, err
+	}
+	defer st.Close()
+	var delivered atomic.Int64
+	svc, err := newService(st, pgWorkers, &delivered)
+	if err != nil {
+		return result{}, err
+	}
+	if o.cpu != "" {
+		stopProfile, err := startCPUProfile(o.cpu)
 		if err != nil {
 			return result{}, err
 		}
-		defer st.Close()
-		var delivered atomic.Int64
-		svc, err := newService(st, pgWorkers, &delivered)
-		if err != nil {
-			return result{}, err
-		}
-		runCtx, stop := context.WithCancel(ctx)
-		ran := make(chan error, 1)
-		go func() { ran <- svc.Run(runCtx) }()
-		cpu := cpuTime()
-		n, published := steady(ctx, o.steady, producers, func(ctx context.Context, p, i int) error {
-			_, err := svc.Publish(ctx, fmt.Sprintf("s%02d", p), fmt.Sprintf("p%d-%d", p, i), []byte(`{}`))
-			return err
-		}, delivered.Load)
-		stop()
-		err = <-ran
-		if trace != nil {
-			trace.report(os.Stdout, o.steady, delivered.Load(), cpuTime()-cpu)
-		}
-		return result{rate: float64(n) / o.steady.Seconds(), published: float64(published) / o.steady.Seconds(), delivered: delivered.Load()}, err
-	})
+		defer stopProfile()
+	}
+	cpu := cpuTime()
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(runCtx) }()
+	n, published := steady(ctx, o.steady, producers, func(ctx context.Context, p, i int) error {
+		_, err := svc.Publish(ctx, fmt.Sprintf("s%02d", p), fmt.Sprintf("p%d-%d", p, i), []byte(`{}`))
+		return err
+	}, delivered.Load)
+	stop()
+	err = <-ran
+	if trace != nil {
+		trace.report(os.Stdout, o.steady, delivered.Load(), cpuTime()-cpu)
+	}
+	return result{rate: float64(n) / o.steady.Seconds(), published: float64(published) / o.steady.Seconds(), delivered: delivered.Load()}, err
 }
 
 // steady runs producers that call publish in a loop for d and returns

@@ -37,6 +37,7 @@ type options struct {
 	timeout  time.Duration
 	only     string
 	profile  bool
+	cpu      string
 }
 
 func main() {
@@ -48,6 +49,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a drain that takes longer")
 	flag.StringVar(&o.only, "only", "", "run only the shapes whose name contains this")
 	flag.BoolVar(&o.profile, "profile", false, "after each courier steady run, print its statements' counts and times per delivered event and its CPU time")
+	flag.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of each courier steady run to this file (the last run's is kept)")
 	flag.Parse()
 	if o.postgres == "" || o.rounds < 1 || o.events < 1 || o.steady <= 0 || o.timeout <= 0 {
 		fmt.Fprintln(os.Stderr, "riverbench: -postgres is required; -rounds, -events, -steady and -timeout must be positive")

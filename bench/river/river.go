@@ -103,7 +103,7 @@ func riverDrain(ctx context.Context, o options, streams int) (result, error) {
 			select {
 			case <-completed:
 			case <-time.After(o.timeout):
-				return result{}, fmt.Errorf("River completed %d of %d jobs", n, o.events)
+				return result{}, fmt.Errorf("only %d of %d River jobs completed in %v", n, o.events, o.timeout)
 			}
 		}
 		return result{rate: float64(o.events) / time.Since(start).Seconds(), delivered: int64(o.events)}, nil
