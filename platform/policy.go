@@ -79,7 +79,11 @@ func StreamPolicy(ctx context.Context, st Store, base machine.Config, stream str
 	case !ep.Enabled && !plant.On(plant.DisabledEndpointServed):
 		return machine.Config{}, fmt.Errorf("%w: endpoint %q", ErrDisabled, stream)
 	}
-	return EndpointPolicy(base, ep), nil
+	p := EndpointPolicy(base, ep)
+	if plant.On(plant.EndpointRetryDropped) {
+		p.MaxAttempts, p.BaseBackoff, p.MaxBackoff = base.MaxAttempts, base.BaseBackoff, base.MaxBackoff
+	}
+	return p, nil
 }
 
 // StatusPolicy is what e's HTTP channel rejects at once (a dead letter,

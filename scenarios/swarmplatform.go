@@ -21,7 +21,8 @@ const PlatformShare = 0.2
 // limit (two thirds of the worlds limit some endpoint), and disables by
 // the operator; publishes crash mid fan-out and are re-driven; and the
 // operator bulk-replays an endpoint's dead letters, all or since an
-// instant. Stream pauses are dropped: a platform world pauses its streams
+// instant; half of the endpoints have a retry policy of their own
+// (drawRetryPolicies). Stream pauses are dropped: a platform world pauses its streams
 // by disabling their endpoints. Poison and stubborn events stay: event i
 // is the delivery i of the workload, of message i/E to endpoint i%E.
 func drawPlatform(r *rand.Rand, w *sim.World) {
@@ -80,5 +81,22 @@ func drawPlatform(r *rand.Rand, w *sim.World) {
 			b.Since = dur(0, b.At)
 		}
 		p.Replays = append(p.Replays, b)
+	}
+	drawRetryPolicies(r, w, dur)
+}
+
+// drawRetryPolicies gives half of a platform world's endpoints a retry
+// policy of their own (1 to 12 attempts, a backoff from 10 ms to 1 s
+// doubling up to 1 to 32 times it, at most 10 s), drawn after the rest of
+// the platform pass so that what it drew before stays as it was.
+func drawRetryPolicies(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Duration) {
+	for i := range w.Platform.Endpoints {
+		if r.IntN(2) == 0 {
+			continue
+		}
+		ep := &w.Platform.Endpoints[i]
+		ep.MaxAttempts = 1 + r.IntN(12)
+		ep.BaseBackoff = dur(10*time.Millisecond, time.Second)
+		ep.MaxBackoff = min(ep.BaseBackoff<<r.IntN(6), 10*time.Second)
 	}
 }

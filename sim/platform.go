@@ -61,6 +61,12 @@ type PlatformEndpoint struct {
 	// Disables are when the operator has it disabled, [From, To), in
 	// order and apart.
 	Disables []Window
+	// MaxAttempts, BaseBackoff and MaxBackoff are its retry policy, as
+	// the API sets it (platform.Endpoint; 0: the world's Policy's):
+	// platform.EndpointPolicy gives its stream the policy the checker
+	// judges it by.
+	MaxAttempts             int
+	BaseBackoff, MaxBackoff time.Duration
 }
 
 // BulkReplay is an operator's bulk replay of endpoint Endpoint's dead
@@ -109,8 +115,8 @@ func (w World) validatePlatform() error {
 				return bad("Endpoints", "[%d] filters on %q, which is not one of EventTypes", i, t)
 			}
 		}
-		if ep.RateLimit < 0 || ep.RateLimit > platform.MaxRateLimit {
-			return bad("Endpoints", "[%d].RateLimit is %d; must be within 0..%d", i, ep.RateLimit, platform.MaxRateLimit)
+		if err := w.checkEndpoint(i); err != nil {
+			return bad("Endpoints", "[%d]: %v", i, err)
 		}
 		var last time.Duration
 		for _, win := range slices.Concat(ep.Outages, ep.Flapping) {
@@ -142,6 +148,9 @@ func (p Platform) describe() string {
 		s += fmt.Sprintf(" ep%d{filter=%v", i, ep.EventTypes)
 		if ep.RateLimit > 0 {
 			s += fmt.Sprintf(" rate=%d/s", ep.RateLimit)
+		}
+		if ep.MaxAttempts > 0 || ep.BaseBackoff > 0 || ep.MaxBackoff > 0 {
+			s += fmt.Sprintf(" retry=%d@%v..%v", ep.MaxAttempts, ep.BaseBackoff, ep.MaxBackoff)
 		}
 		if len(ep.Outages) > 0 {
 			s += fmt.Sprintf(" outages=%v", ep.Outages)
@@ -202,7 +211,7 @@ func (s *sim) initPlatform() {
 	}
 	e := len(p.Endpoints)
 	pp := &platParts{st: platmem.New(func() time.Time { return s.now }), r: stream(s.seed, "platform"),
-		app: fmt.Sprintf("%s_%026d", platform.AppKind, 1), index: map[string]int{},
+		app: platformApp, index: map[string]int{},
 		enabled: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
 	s.plat = pp
 	must := func(err error) {
@@ -216,9 +225,9 @@ func (s *sim) initPlatform() {
 		_, err := pp.st.CreateEventType(bg, platform.EventType{Name: t})
 		must(err)
 	}
-	for i, ep := range p.Endpoints {
+	for i := range p.Endpoints {
 		pp.eps = append(pp.eps, endpointID(i))
-		_, err := pp.st.CreateEndpoint(bg, s.platformEndpoint(i, ep))
+		_, err := pp.st.CreateEndpoint(bg, s.w.platformEndpoint(i))
 		must(err)
 		pp.enabled[i] = true
 		s.streams[i] = platform.StreamOf(pp.eps[i])
@@ -244,22 +253,39 @@ func (s *sim) initPlatform() {
 	}
 }
 
+// platformApp is the ID of a platform world's application.
+var platformApp = fmt.Sprintf("%s_%026d", platform.AppKind, 1)
+
 // platformEndpoint is endpoint i as the platform store keeps it: the
-// world's ordering and window, its own filter and rate limit.
-func (s *sim) platformEndpoint(i int, ep PlatformEndpoint) platform.Endpoint {
-	e := platform.Endpoint{ID: endpointID(i), AppID: s.plat.app, URL: fmt.Sprintf("https://ep%d.example.com/hook", i),
+// world's ordering and window, its own filter, rate limit and retry
+// policy.
+func (w World) platformEndpoint(i int) platform.Endpoint {
+	ep := w.Platform.Endpoints[i]
+	e := platform.Endpoint{ID: endpointID(i), AppID: platformApp, URL: fmt.Sprintf("https://ep%d.example.com/hook", i),
 		EventTypes: ep.EventTypes, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, Enabled: true,
-		Ordering: platform.Strict, RateLimit: ep.RateLimit}
-	if s.w.Policy.Ordering == machine.Independent {
-		e.Ordering, e.MaxInFlight = platform.Independent, s.w.Policy.Window
+		Ordering: platform.Strict, RateLimit: ep.RateLimit,
+		MaxAttempts: ep.MaxAttempts, BaseBackoff: ep.BaseBackoff, MaxBackoff: ep.MaxBackoff}
+	if w.Policy.Ordering == machine.Independent {
+		e.Ordering, e.MaxInFlight = platform.Independent, w.Policy.Window
 	}
 	return e
 }
 
+// checkEndpoint checks endpoint i as the API would (platform.CheckEndpoint)
+// and the policy it gives its stream over the world's (a backoff of the
+// endpoint's own against the world's other bound).
+func (w World) checkEndpoint(i int) error {
+	e := w.platformEndpoint(i)
+	if err := platform.CheckEndpoint(e); err != nil {
+		return err
+	}
+	return platform.EndpointPolicy(w.Policy, e).Validate()
+}
+
 // endpointPolicy is endpoint i's stream's policy, as StreamPolicy gives
-// it while the endpoint is enabled.
+// it while the endpoint is enabled: what the checker judges the stream by.
 func (s *sim) endpointPolicy(i int) machine.Config {
-	return platform.EndpointPolicy(s.w.Policy, s.platformEndpoint(i, s.w.Platform.Endpoints[i]))
+	return platform.EndpointPolicy(s.w.Policy, s.w.platformEndpoint(i))
 }
 
 // platformBounds adds each endpoint's disables to its stream's slack, as

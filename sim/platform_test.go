@@ -33,6 +33,14 @@ func TestPlatformWorldValidate(t *testing.T) {
 			w.Platform.Endpoints[0].Disables = []sim.Window{{From: 2 * time.Second, To: 3 * time.Second}, {From: time.Second, To: 4 * time.Second}}
 		}},
 		{"replay", "Platform.Replays", func(w *sim.World) { w.Platform.Replays = []sim.BulkReplay{{Endpoint: 2, At: time.Second}} }},
+		{"rate limit", "rate_limit", func(w *sim.World) { w.Platform.Endpoints[1].RateLimit = -1 }},
+		{"max attempts", "max_attempts", func(w *sim.World) { w.Platform.Endpoints[1].MaxAttempts = 101 }},
+		{"backoff below the world's", "MaxBackoff", func(w *sim.World) {
+			// The API's check passes (its defaults start at 1s); the
+			// stream's policy over the world's base does not.
+			w.Policy.BaseBackoff = 2 * time.Second
+			w.Platform.Endpoints[1].MaxBackoff = time.Second
+		}},
 	} {
 		w := good()
 		c.edit(&w)

@@ -18,6 +18,10 @@ const (
 	// ReplaySinceIgnored: a bulk replay since an instant replays every
 	// dead letter of the endpoint (platform.ReplayDeadPage).
 	ReplaySinceIgnored Bug = "replay-since-ignored"
+	// EndpointRetryDropped: the endpoints' policy drops an endpoint's
+	// retry policy (max attempts and backoff) and hands its stream the
+	// base policy's (platform.StreamPolicy).
+	EndpointRetryDropped Bug = "endpoint-retry-dropped"
 )
 
 func init() {
@@ -26,6 +30,7 @@ func init() {
 		FilterIgnored:          "fanout-only-subscribed",
 		DisabledEndpointServed: "disabled-gets-nothing",
 		ReplaySinceIgnored:     "replay-since",
+		EndpointRetryDropped:   "retry-timing",
 	} {
 		Expected[bug] = rule
 	}
