@@ -78,7 +78,7 @@ const (
 
 // Names lists every invariant, in the order reports show them.
 var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept,
-	FanoutOnce, FanoutOnlySubscribed, DisabledGetsNothing, ReplaySince}, PolicyNames...)
+	FanoutOnce, FanoutOnlySubscribed, DisabledGetsNothing, ReplaySince, ReplayMissing}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting

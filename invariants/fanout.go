@@ -32,14 +32,27 @@ const (
 	// died after it is left to the store's reading of its last attempt,
 	// which the log does not carry.)
 	ReplaySince = "replay-since"
+	// ReplayMissing: an operator's replay of missing messages since T to
+	// an endpoint (MissingReplay) gives it a delivery of every message
+	// published at or after T that its filter takes and that it missed
+	// (FanMissed: not yet created, or disabled, when it was published),
+	// and each of those ends applied or dead; a message it missed and no
+	// replay-missing chose (published before every since asked) is never
+	// accepted into its stream. Asking again adds nothing (applied-once
+	// holds each to once).
+	ReplayMissing = "replay-missing"
 )
 
 // Details of the platform's entries.
 const (
 	FanSubscribed   = "subscribed"
 	FanUnsubscribed = "unsubscribed"
-	BulkBegin       = "begin"
-	BulkEnd         = "end"
+	// FanMissed: the endpoint's filter takes the message, but the
+	// endpoint did not get it when it was published (not created yet,
+	// or disabled): it gets it only from a replay-missing (ReplayMissing).
+	FanMissed = "missed"
+	BulkBegin = "begin"
+	BulkEnd   = "end"
 	// BulkFailed ends a bulk replay the store did not let finish (a
 	// listing or a replay refused): what it replayed is judged, what it
 	// left is not; the operator runs it again.
@@ -61,12 +74,17 @@ type fanState struct {
 type fanDelivery struct {
 	id                 string
 	fanned, subscribed bool
-	step               int // the step of its Fanned
-	flagged            bool
-	applied            int
-	dead, discarded    bool
-	deadAt             time.Time // when it was persisted dead
-	budget             time.Time // when its current budget began
+	// missed: the endpoint missed the message (FanMissed); subscribed
+	// then once a replay-missing chose it, at step missStep.
+	missed          bool
+	missStep        int
+	fannedAt        time.Time // when its message was published (Fanned)
+	step            int       // the step of its Fanned
+	flagged         bool
+	applied         int
+	dead, discarded bool
+	deadAt          time.Time // when it was persisted dead
+	budget          time.Time // when its current budget began
 }
 
 // bulkJob is a bulk replay in progress: by names it, want holds the
@@ -110,7 +128,9 @@ func (f *fanState) observe(c *checker, e *Entry) {
 	switch e.Kind {
 	case Fanned:
 		d := f.of(e.ID)
-		d.fanned, d.subscribed, d.step = true, e.Detail == FanSubscribed, e.Step
+		d.fanned, d.subscribed, d.missed, d.step, d.fannedAt = true, e.Detail == FanSubscribed, e.Detail == FanMissed, e.Step, e.At
+	case MissingReplay:
+		f.missing(e)
 	case Persisted:
 		d := f.of(e.Record.ID)
 		d.dead, d.budget = e.Record.State == machine.Dead, e.Record.AcceptedAt
@@ -141,7 +161,22 @@ func (f *fanState) unwanted(c *checker, d *fanDelivery, e *Entry, what string) {
 		return
 	}
 	d.flagged = true
+	if d.missed {
+		c.fail(ReplayMissing, d.id, e.Step, "%s, but the endpoint missed the message (step %d) and no replay-missing since its publication asked for it", what, d.step)
+		return
+	}
 	c.fail(FanoutOnlySubscribed, d.id, e.Step, "%s, but the endpoint did not want the message when it was published (step %d)", what, d.step)
+}
+
+// missing is an operator's replay-missing since e.Until: every delivery
+// the endpoint missed of a message published since then is now wanted.
+func (f *fanState) missing(e *Entry) {
+	for i := range f.list {
+		d := &f.list[i]
+		if d.missed && !d.subscribed && !d.fannedAt.Before(e.Until) {
+			d.subscribed, d.missStep = true, e.Step
+		}
+	}
 }
 
 // bulk begins or ends a bulk replay. At its beginning the dead letters it
@@ -206,6 +241,10 @@ func (f *fanState) final(c *checker) {
 		return
 	}
 	for _, d := range f.list {
+		if d.missed && d.subscribed && d.applied == 0 && !d.dead && !d.discarded {
+			c.fail(ReplayMissing, d.id, -1, "a replay-missing (step %d) chose the message, and its delivery was never applied nor dead", d.missStep)
+			continue
+		}
 		if d.subscribed && d.applied == 0 && !d.dead && !d.discarded {
 			c.fail(FanoutOnce, d.id, -1, "the endpoint wanted the message (step %d), and the delivery was never applied nor dead", d.step)
 		}

@@ -1,5 +1,5 @@
 // The platform's rules (fanout-once, fanout-only-subscribed,
-// disabled-gets-nothing, replay-since) report exactly the broken
+// disabled-gets-nothing, replay-since, replay-missing) report exactly the broken
 // guarantee for hand-built logs of one endpoint's stream that each break
 // one, and nothing for logs of correct runs.
 package invariants_test
@@ -19,6 +19,17 @@ func (b *logb) fan(id string, wanted bool) int {
 		d = invariants.FanSubscribed
 	}
 	return b.add(invariants.Entry{Kind: invariants.Fanned, ID: id, Detail: d})
+}
+
+// miss logs that the endpoint missed id's message, which its filter
+// takes (created later, or disabled).
+func (b *logb) miss(id string) int {
+	return b.add(invariants.Entry{Kind: invariants.Fanned, ID: id, Detail: invariants.FanMissed})
+}
+
+// askMissing logs an operator's replay-missing since since.
+func (b *logb) askMissing(since time.Duration) int {
+	return b.add(invariants.Entry{Kind: invariants.MissingReplay, Worker: "operator", Until: epoch.Add(since)})
 }
 
 // disable logs the endpoint disabled (on) or enabled again.
@@ -223,6 +234,72 @@ func TestReplaySince(t *testing.T) {
 				b.deadAt("m1", 0, time.Second)
 				b.discardDead("m1")
 				b.bulk(0, invariants.BulkEnd)
+				b.finish()
+				return nil
+			},
+		},
+	})
+}
+
+func TestReplayMissing(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "missed since T, asked, delivered once; missed before T, never",
+			reason: "a replay-missing gives the endpoint what it missed since T and nothing older; asking again adds nothing",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				b.wait(2 * time.Second)
+				b.miss("m2")
+				b.askMissing(time.Second)
+				b.accept("m2")
+				b.deliver("m2")
+				b.askMissing(time.Second)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "missed, never asked, enqueued",
+			reason: "what an endpoint missed reaches it only when asked",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				s := b.accept("m1") - 1
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.ReplayMissing, "m1", s}}
+			},
+		},
+		{
+			name:   "missed before T, enqueued by a replay-missing since T",
+			reason: "a replay-missing that ignores its since gives the endpoint older messages (missing-ignores-since)",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				b.wait(2 * time.Second)
+				b.miss("m2")
+				b.askMissing(time.Second)
+				s := b.accept("m1") - 1
+				b.accept("m2")
+				b.deliver("m1")
+				b.deliver("m2")
+				b.finish()
+				return []found{{invariants.ReplayMissing, "m1", s}}
+			},
+		},
+		{
+			name:   "chosen by a replay-missing, never enqueued",
+			reason: "a delivery a replay-missing chose must end applied or dead, as a fan-out's",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				b.askMissing(0)
+				b.finish()
+				return []found{{invariants.ReplayMissing, "m1", final}}
+			},
+		},
+		{
+			name:   "missed, unasked, never enqueued",
+			reason: "a delivery missed and never asked for is not owed",
+			build: func(b *logb) []found {
+				b.miss("m1")
 				b.finish()
 				return nil
 			},

@@ -22,7 +22,8 @@ const PlatformShare = 0.2
 // the operator; publishes crash mid fan-out and are re-driven; and the
 // operator bulk-replays an endpoint's dead letters, all or since an
 // instant; half of the endpoints have a retry policy of their own
-// (drawRetryPolicies). Stream pauses are dropped: a platform world pauses its streams
+// (drawRetryPolicies); and half of the worlds create an endpoint late
+// and replay what it missed (drawMissing). Stream pauses are dropped: a platform world pauses its streams
 // by disabling their endpoints. Poison and stubborn events stay: event i
 // is the delivery i of the workload, of message i/E to endpoint i%E.
 func drawPlatform(r *rand.Rand, w *sim.World) {
@@ -83,6 +84,7 @@ func drawPlatform(r *rand.Rand, w *sim.World) {
 		p.Replays = append(p.Replays, b)
 	}
 	drawRetryPolicies(r, w, dur)
+	drawMissing(r, w, dur)
 }
 
 // drawRetryPolicies gives half of a platform world's endpoints a retry
@@ -98,5 +100,36 @@ func drawRetryPolicies(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration
 		ep.MaxAttempts = 1 + r.IntN(12)
 		ep.BaseBackoff = dur(10*time.Millisecond, time.Second)
 		ep.MaxBackoff = min(ep.BaseBackoff<<r.IntN(6), 10*time.Second)
+	}
+}
+
+// drawMissing, after drawRetryPolicies: in half of the platform worlds
+// the operator creates one endpoint late, while the messages are being
+// published (it has no disables then), and asks once or twice for the
+// messages it missed, since an instant before its creation for two asks
+// in three; and in a third of the worlds asks it for one endpoint, which
+// missed what was published while it was disabled.
+func drawMissing(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Duration) {
+	p := &w.Platform
+	ask := func(i int) {
+		created := p.Endpoints[i].Created
+		at := dur(created, w.FaultsEnd)
+		since := dur(0, at)
+		if r.IntN(3) > 0 {
+			since = dur(0, created)
+		}
+		p.Missing = append(p.Missing, sim.MissingReplay{Endpoint: i, At: at, Since: since})
+	}
+	if r.IntN(2) == 0 {
+		i := r.IntN(len(p.Endpoints))
+		publishing := time.Duration(w.Events/len(p.Endpoints)) * w.Interarrival
+		ep := &p.Endpoints[i]
+		ep.Created, ep.Disables = dur(time.Millisecond, min(w.FaultsEnd*2/3, publishing)), nil
+		for range 1 + r.IntN(2) {
+			ask(i)
+		}
+	}
+	if r.IntN(3) == 0 {
+		ask(r.IntN(len(p.Endpoints)))
 	}
 }

@@ -47,6 +47,8 @@ type Platform struct {
 	// Replays are the operator's bulk replays of an endpoint's dead
 	// letters.
 	Replays []BulkReplay
+	// Missing are the operator's replays of missed messages.
+	Missing []MissingReplay
 }
 
 // PlatformEndpoint is one endpoint of a platform world.
@@ -67,6 +69,21 @@ type PlatformEndpoint struct {
 	// judges it by.
 	MaxAttempts             int
 	BaseBackoff, MaxBackoff time.Duration
+	// Created is when the operator creates it (0: before the first
+	// publish): the messages published before it are missed, and reach
+	// it only from a replay-missing (Platform.Missing).
+	Created time.Duration
+}
+
+// MissingReplay is an operator's replay of the messages endpoint
+// Endpoint missed (platform.Service.ReplayMissing) since Since, at At.
+type MissingReplay struct {
+	Endpoint  int
+	At, Since time.Duration
+}
+
+func (m MissingReplay) String() string {
+	return fmt.Sprintf("ep%d@%v/since=%v", m.Endpoint, m.At, m.Since)
 }
 
 // BulkReplay is an operator's bulk replay of endpoint Endpoint's dead
@@ -118,7 +135,10 @@ func (w World) validatePlatform() error {
 		if err := w.checkEndpoint(i); err != nil {
 			return bad("Endpoints", "[%d]: %v", i, err)
 		}
-		var last time.Duration
+		last := ep.Created
+		if ep.Created < 0 || ep.Created > w.FaultsEnd {
+			return bad("Endpoints", "[%d].Created is %v; must be within 0..FaultsEnd (%v)", i, ep.Created, w.FaultsEnd)
+		}
 		for _, win := range slices.Concat(ep.Outages, ep.Flapping) {
 			if win.To < win.From || win.From < 0 || win.To > w.FaultsEnd {
 				return bad("Endpoints", "[%d]: window %v must be a span that ends by FaultsEnd (%v)", i, win, w.FaultsEnd)
@@ -126,7 +146,7 @@ func (w World) validatePlatform() error {
 		}
 		for _, win := range ep.Disables {
 			if win.From < last || win.To <= win.From || win.To > w.FaultsEnd {
-				return bad("Endpoints", "[%d].Disables: %v must follow the one before and end by FaultsEnd (%v)", i, win, w.FaultsEnd)
+				return bad("Endpoints", "[%d].Disables: %v must follow its creation and the one before, and end by FaultsEnd (%v)", i, win, w.FaultsEnd)
 			}
 			last = win.To
 		}
@@ -134,6 +154,11 @@ func (w World) validatePlatform() error {
 	for _, b := range p.Replays {
 		if b.Endpoint < 0 || b.Endpoint >= e || b.At < 0 || b.At > w.FaultsEnd || b.Since < 0 || b.Since > b.At {
 			return bad("Replays", "%v must name an endpoint, come by FaultsEnd (%v), and since no later than it", b, w.FaultsEnd)
+		}
+	}
+	for _, m := range p.Missing {
+		if m.Endpoint < 0 || m.Endpoint >= e || m.At < p.Endpoints[m.Endpoint].Created || m.At > w.FaultsEnd || m.Since < 0 || m.Since > m.At {
+			return bad("Missing", "%v must name an endpoint, come after its creation and by FaultsEnd (%v), and since no later than it", m, w.FaultsEnd)
 		}
 	}
 	return nil
@@ -161,6 +186,9 @@ func (p Platform) describe() string {
 		if len(ep.Disables) > 0 {
 			s += fmt.Sprintf(" disabled=%v", ep.Disables)
 		}
+		if ep.Created > 0 {
+			s += fmt.Sprintf(" created@%v", ep.Created)
+		}
 		s += "}"
 	}
 	if p.CrashRate > 0 && p.MaxCrashes > 0 {
@@ -168,6 +196,9 @@ func (p Platform) describe() string {
 	}
 	if len(p.Replays) > 0 {
 		s += fmt.Sprintf(" bulk-replays=%v", p.Replays)
+	}
+	if len(p.Missing) > 0 {
+		s += fmt.Sprintf(" replay-missing=%v", p.Missing)
 	}
 	return s
 }
@@ -181,6 +212,7 @@ type platParts struct {
 	eps     []string       // endpoint IDs, by index
 	index   map[string]int // event index, by delivery ID
 	enabled []bool         // by endpoint, as the operator set it
+	created []bool         // by endpoint: it is in the platform store
 	fanned  []bool         // by message: its fan-out was logged
 
 	publishing int // the message Publish is called for (its ID)
@@ -212,7 +244,7 @@ func (s *sim) initPlatform() {
 	e := len(p.Endpoints)
 	pp := &platParts{st: platmem.New(func() time.Time { return s.now }), r: stream(s.seed, "platform"),
 		app: platformApp, index: map[string]int{},
-		enabled: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
+		enabled: make([]bool, e), created: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
 	s.plat = pp
 	must := func(err error) {
 		if err != nil {
@@ -225,11 +257,11 @@ func (s *sim) initPlatform() {
 		_, err := pp.st.CreateEventType(bg, platform.EventType{Name: t})
 		must(err)
 	}
-	for i := range p.Endpoints {
+	for i, ep := range p.Endpoints {
 		pp.eps = append(pp.eps, endpointID(i))
-		_, err := pp.st.CreateEndpoint(bg, s.w.platformEndpoint(i))
-		must(err)
-		pp.enabled[i] = true
+		if ep.Created == 0 {
+			s.createEndpoint(i)
+		}
 		s.streams[i] = platform.StreamOf(pp.eps[i])
 	}
 	clear(s.streamIdx)
@@ -343,6 +375,14 @@ func (s *sim) startPublishes() time.Duration {
 	for k, b := range p.Replays {
 		s.q.schedule(b.At, func() { s.bulkReplay(k, b) })
 	}
+	for i, ep := range p.Endpoints {
+		if ep.Created > 0 {
+			s.q.schedule(ep.Created, func() { s.createEndpoint(i) })
+		}
+	}
+	for _, m := range p.Missing {
+		s.q.schedule(m.At, func() { s.replayMissing(m) })
+	}
 	return at
 }
 
@@ -363,8 +403,11 @@ func (s *sim) publish(m, copy int) {
 		pp.fanned[m] = true
 		for e, ep := range p.Endpoints {
 			detail := invariants.FanUnsubscribed
-			if pp.enabled[e] && (len(ep.EventTypes) == 0 || slices.Contains(ep.EventTypes, typ)) {
+			switch takes := len(ep.EventTypes) == 0 || slices.Contains(ep.EventTypes, typ); {
+			case takes && pp.created[e] && pp.enabled[e]:
 				detail = invariants.FanSubscribed
+			case takes:
+				detail = invariants.FanMissed
 			}
 			s.observeIn(e, invariants.Entry{Kind: invariants.Fanned, ID: s.ids[m*len(p.Endpoints)+e], Detail: detail})
 		}
@@ -595,4 +638,39 @@ func (s *sim) offers() int {
 		return 0
 	}
 	return s.w.Events
+}
+
+// createEndpoint creates endpoint i in the platform store, as the API
+// does: from now on the publishes fan out to it.
+func (s *sim) createEndpoint(i int) {
+	pp := s.plat
+	if _, err := pp.st.CreateEndpoint(bg, s.w.platformEndpoint(i)); err != nil {
+		panic(fmt.Sprintf("sim: seed %d: creating endpoint %d: %v", s.seed, i, err))
+	}
+	pp.created[i], pp.enabled[i] = true, true
+	if s.w.Platform.Endpoints[i].Created > 0 {
+		s.coverAll(FaultOperator)
+		s.note(nil, opPlatform, str("create"), str(pp.eps[i]))
+	}
+}
+
+// replayMissing is the operator's replay of the messages an endpoint
+// missed since m.Since, through the production Service.ReplayMissing; a
+// delivery whose enqueue the store refused is left to the re-drive, as
+// ReplayMissing says. The log's MissingReplay comes first, so that the
+// checker knows what is wanted before it is enqueued.
+func (s *sim) replayMissing(m MissingReplay) {
+	pp := s.plat
+	since := Epoch.Add(m.Since)
+	s.coverAll(FaultOperator)
+	s.observeIn(m.Endpoint, invariants.Entry{Kind: invariants.MissingReplay, Worker: operatorBy, Until: since})
+	pp.crashAt = 0 // the operator's call does not crash
+	added, pending, err := pp.svc.ReplayMissing(bg, pp.app, pp.eps[m.Endpoint], since)
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: replay-missing %v: %v", s.seed, m, err))
+	}
+	s.note(nil, opPlatform, str("replay-missing"), str(fmt.Sprintf("%s since %v: %d added, %d pending", pp.eps[m.Endpoint], m.Since, added, pending)))
+	if pending > 0 {
+		s.q.schedule(s.elapsed+max(s.w.Platform.Redrive, minRedrive), s.redrive)
+	}
 }

@@ -5,6 +5,7 @@ package sim_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,18 @@ func TestPlatformWorldValidate(t *testing.T) {
 			w.Platform.Endpoints[0].Disables = []sim.Window{{From: 2 * time.Second, To: 3 * time.Second}, {From: time.Second, To: 4 * time.Second}}
 		}},
 		{"replay", "Platform.Replays", func(w *sim.World) { w.Platform.Replays = []sim.BulkReplay{{Endpoint: 2, At: time.Second}} }},
+		{"created", "Created", func(w *sim.World) { w.Platform.Endpoints[1].Created = 6 * time.Second }},
+		{"disabled before created", "Disables", func(w *sim.World) {
+			w.Platform.Endpoints[1].Created = 2 * time.Second
+			w.Platform.Endpoints[1].Disables = []sim.Window{{From: time.Second, To: 3 * time.Second}}
+		}},
+		{"missing before created", "Platform.Missing", func(w *sim.World) {
+			w.Platform.Endpoints[1].Created = 2 * time.Second
+			w.Platform.Missing = []sim.MissingReplay{{Endpoint: 1, At: time.Second}}
+		}},
+		{"missing since after at", "Platform.Missing", func(w *sim.World) {
+			w.Platform.Missing = []sim.MissingReplay{{Endpoint: 0, At: time.Second, Since: 2 * time.Second}}
+		}},
 		{"rate limit", "rate_limit", func(w *sim.World) { w.Platform.Endpoints[1].RateLimit = -1 }},
 		{"max attempts", "max_attempts", func(w *sim.World) { w.Platform.Endpoints[1].MaxAttempts = 101 }},
 		{"backoff below the world's", "MaxBackoff", func(w *sim.World) {
@@ -104,5 +117,39 @@ func TestPlatformCrashesAreRedriven(t *testing.T) {
 	if len(r.Violations) > 0 || crashes != 4 || r.Stats.Applied != 8 || r.Stats.AppliedTwice != 0 {
 		t.Fatalf("crashes %d, applied %d (twice %d), violations %v; want 4 crashes and all 8 deliveries applied once",
 			crashes, r.Stats.Applied, r.Stats.AppliedTwice, r.Violations)
+	}
+}
+
+// An endpoint created after every publish gets the messages it missed
+// from a replay-missing, each applied once, and a second ask adds
+// nothing; one since after some of them gets only those.
+func TestPlatformReplayMissing(t *testing.T) {
+	for _, c := range []struct {
+		since       time.Duration
+		wantAdded   string
+		wantApplied int
+	}{
+		{0, "4 added", 8},
+		{4*time.Second - 1, "0 added", 4}, // every message was published before 4 s
+	} {
+		w := platformTestWorld()
+		w.Platform.Endpoints[1].Created = 4 * time.Second
+		w.Platform.Missing = []sim.MissingReplay{{Endpoint: 1, At: 4 * time.Second, Since: c.since}, {Endpoint: 1, At: 5 * time.Second, Since: c.since}}
+		r, err := sim.Run(w, 5, sim.Options{Trace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asks []string
+		for _, line := range r.Trace {
+			if _, after, ok := strings.Cut(line, "platform replay-missing: "); ok {
+				_, added, _ := strings.Cut(after, ": ")
+				asks = append(asks, added)
+			}
+		}
+		want := []string{c.wantAdded + ", 0 pending", "0 added, 0 pending"}
+		if len(r.Violations) > 0 || !slices.Equal(asks, want) || r.Stats.Applied != c.wantApplied || r.Stats.AppliedTwice != 0 {
+			t.Errorf("since %v: asks %q, applied %d (twice %d), violations %v; want asks %q and %d applied once",
+				c.since, asks, r.Stats.Applied, r.Stats.AppliedTwice, r.Violations, want, c.wantApplied)
+		}
 	}
 }

@@ -22,6 +22,10 @@ const (
 	// retry policy (max attempts and backoff) and hands its stream the
 	// base policy's (platform.StreamPolicy).
 	EndpointRetryDropped Bug = "endpoint-retry-dropped"
+	// MissingIgnoresSince: a replay of missing messages gives the
+	// endpoint every message it missed, however old
+	// (platmem.Store.AddMissing).
+	MissingIgnoresSince Bug = "missing-ignores-since"
 )
 
 func init() {
@@ -31,6 +35,7 @@ func init() {
 		DisabledEndpointServed: "disabled-gets-nothing",
 		ReplaySinceIgnored:     "replay-since",
 		EndpointRetryDropped:   "retry-timing",
+		MissingIgnoresSince:    "replay-missing",
 	} {
 		Expected[bug] = rule
 	}
