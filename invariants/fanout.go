@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -28,7 +29,8 @@ const (
 	DisabledGetsNothing = "disabled-gets-nothing"
 	// ReplaySince: a bulk replay since T replays, once, every undiscarded
 	// dead letter of the stream whose budget began at or after T, and
-	// none that died before T. (One whose budget began before T and that
+	// none that died before T. A job a crash interrupted is judged by its
+	// name from its begin to its end, across the resume: once per job. (One whose budget began before T and that
 	// died after it is left to the store's reading of its last attempt,
 	// which the log does not carry.)
 	ReplaySince = "replay-since"
@@ -63,11 +65,13 @@ const (
 )
 
 // fanState follows the platform's deliveries of one stream: what was
-// fanned to it, what became of each, and the bulk replay in progress.
+// fanned to it, what became of each, and the bulk replays in progress
+// (several: a job a crash interrupted waits to be resumed while others
+// run).
 type fanState struct {
 	ids  map[string]int // index in list, by delivery ID
 	list []fanDelivery
-	job  bulkJob
+	jobs []bulkJob
 }
 
 // fanDelivery is what fanState knows of one event of the stream.
@@ -89,7 +93,9 @@ type fanDelivery struct {
 
 // bulkJob is a bulk replay in progress: by names it, want holds the
 // indexes of the dead letters it must replay, never those it must not,
-// and done those it replayed.
+// and done those it replayed. A dead letter that someone else replays or
+// discards while the job runs leaves want and never: what the job then
+// finds of it is no longer what it began with.
 type bulkJob struct {
 	on          bool
 	by          string
@@ -101,7 +107,7 @@ type bulkJob struct {
 
 func (f *fanState) reset() {
 	clear(f.ids)
-	f.list, f.job = f.list[:0], bulkJob{}
+	f.list, f.jobs = f.list[:0], f.jobs[:0]
 }
 
 // of returns the delivery id's state, new if it was never seen.
@@ -146,10 +152,12 @@ func (f *fanState) observe(c *checker, e *Entry) {
 		f.unwanted(c, d, e, "applied")
 	case DeadDiscarded:
 		f.of(e.ID).discarded = true
+		f.excuse(f.ids[e.ID], "")
 	case Replayed:
 		d := f.of(e.ID)
 		d.dead, d.budget = false, e.Record.AcceptedAt
 		f.replayed(c, e)
+		f.excuse(f.ids[e.ID], e.Worker)
 	case BulkReplay:
 		f.bulk(c, e)
 	}
@@ -184,7 +192,11 @@ func (f *fanState) missing(e *Entry) {
 // at its end each it had to replay must have been.
 func (f *fanState) bulk(c *checker, e *Entry) {
 	if e.Detail == BulkBegin {
-		j := &f.job
+		j := f.job(e.Worker)
+		if j == nil {
+			f.jobs = append(f.jobs, bulkJob{})
+			j = &f.jobs[len(f.jobs)-1]
+		}
 		*j = bulkJob{on: true, by: e.Worker, since: e.Until, step: e.Step, want: j.want[:0], never: j.never[:0], done: j.done[:0]}
 		for i, d := range f.list {
 			switch {
@@ -197,8 +209,8 @@ func (f *fanState) bulk(c *checker, e *Entry) {
 		}
 		return
 	}
-	j := &f.job
-	if !j.on || j.by != e.Worker {
+	j := f.job(e.Worker)
+	if j == nil || !j.on {
 		return
 	}
 	j.on = false
@@ -218,10 +230,32 @@ func (f *fanState) bulk(c *checker, e *Entry) {
 	}
 }
 
-// replayed judges a replay of the bulk replay in progress.
+// job is the bulk replay named by, begun at some time; nil if none.
+func (f *fanState) job(by string) *bulkJob {
+	for k := range f.jobs {
+		if f.jobs[k].by == by {
+			return &f.jobs[k]
+		}
+	}
+	return nil
+}
+
+// excuse takes dead letter i out of what the bulk replays in progress
+// other than by's must or must not replay: another replayed or discarded
+// it meanwhile.
+func (f *fanState) excuse(i int, by string) {
+	for k := range f.jobs {
+		if j := &f.jobs[k]; j.on && j.by != by {
+			j.want = slices.DeleteFunc(j.want, func(x int) bool { return x == i })
+			j.never = slices.DeleteFunc(j.never, func(x int) bool { return x == i })
+		}
+	}
+}
+
+// replayed judges a replay of a bulk replay in progress.
 func (f *fanState) replayed(c *checker, e *Entry) {
-	j := &f.job
-	if !j.on || e.Worker != j.by {
+	j := f.job(e.Worker)
+	if j == nil || !j.on {
 		return
 	}
 	i := f.ids[e.ID]

@@ -241,6 +241,103 @@ func TestReplaySince(t *testing.T) {
 	})
 }
 
+// begin and end log a bulk replay job's first and last entries; byJob
+// replays id as job by.
+func (b *logb) begin(by string, since time.Duration) int {
+	var t time.Time
+	if since > 0 {
+		t = epoch.Add(since)
+	}
+	return b.add(invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: t, Detail: invariants.BulkBegin})
+}
+
+func (b *logb) end(by string) int {
+	return b.add(invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Detail: invariants.BulkEnd})
+}
+
+func (b *logb) byJob(id, by string) int {
+	s := b.replay(id, 0)
+	b.run.Entries[s].Worker = by
+	return s
+}
+
+// A bulk replay job that a crash interrupts is resumed later: the log
+// holds its begin, the replays before the crash, what happened meanwhile,
+// the replays of the resumed job and its end.
+func TestReplaySinceAcrossAResume(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "replayed before the crash, died again, left alone on resume",
+			reason: "a job replays each dead letter once, however often it is resumed (ResumeDeadPage)",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", time.Second, 2*time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.attempt("m1")
+				b.die("m1", machine.Rejected)
+				b.wait(10 * time.Second)
+				b.byJob("m2", "job")
+				b.end("job")
+				b.deliver("m2")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "replayed again on resume",
+			reason: "a resume that lists the crashed page again and ignores the job's own replays replays a dead letter twice",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.attempt("m1")
+				b.die("m1", machine.Rejected)
+				b.wait(10 * time.Second)
+				s := b.byJob("m1", "job")
+				b.end("job")
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.ReplaySince, "m1", s}}
+			},
+		},
+		{
+			name:   "replayed by another while the job waited",
+			reason: "a dead letter another replay took while the job was interrupted is no longer the job's to replay",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", time.Second, 2*time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.deliver("m1")
+				b.begin("other", 0)
+				b.byJob("m2", "other")
+				b.end("other")
+				b.deliver("m2")
+				b.end("job")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "two jobs, one leaves a dead letter out",
+			reason: "each job is judged by its own name, the one in progress too",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", time.Second, 2*time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.begin("other", 3*time.Second)
+				b.end("other")
+				e := b.end("job")
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.ReplaySince, "m2", e}}
+			},
+		},
+	})
+}
+
 func TestReplayMissing(t *testing.T) {
 	checkRows(t, []checkRow{
 		{

@@ -23,7 +23,8 @@ const PlatformShare = 0.2
 // operator bulk-replays an endpoint's dead letters, all or since an
 // instant; half of the endpoints have a retry policy of their own
 // (drawRetryPolicies); and half of the worlds create an endpoint late
-// and replay what it missed (drawMissing). Stream pauses are dropped: a platform world pauses its streams
+// and replay what it missed (drawMissing), and three quarters run a bulk replay as
+// a job whose serve crashes (drawJob). Stream pauses are dropped: a platform world pauses its streams
 // by disabling their endpoints. Poison and stubborn events stay: event i
 // is the delivery i of the workload, of message i/E to endpoint i%E.
 func drawPlatform(r *rand.Rand, w *sim.World) {
@@ -85,6 +86,7 @@ func drawPlatform(r *rand.Rand, w *sim.World) {
 	}
 	drawRetryPolicies(r, w, dur)
 	drawMissing(r, w, dur)
+	drawJob(r, w, dur)
 }
 
 // drawRetryPolicies gives half of a platform world's endpoints a retry
@@ -132,4 +134,30 @@ func drawMissing(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time
 	if r.IntN(3) == 0 {
 		ask(r.IntN(len(p.Endpoints)))
 	}
+}
+
+// drawJob, after drawMissing: in three quarters of the platform worlds the operator
+// runs one more bulk replay, late in the faults so that dead letters
+// have gathered, of the endpoint of the first poison event if there is
+// one (where dead letters are), as a job of 1 or 2 dead letters a page
+// whose serve crashes after its first or second page; another serve
+// resumes it up to a minute after its lease ended.
+func drawJob(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Duration) {
+	p := &w.Platform
+	if r.IntN(4) == 0 {
+		return
+	}
+	i := r.IntN(len(p.Endpoints))
+	if len(w.Receiver.Poison) > 0 {
+		var n int
+		if _, err := fmt.Sscanf(w.Receiver.Poison[0], "e%d", &n); err == nil && n > 0 {
+			i = (n - 1) % len(p.Endpoints) // EventID(n-1) is delivery n-1, to endpoint (n-1) mod E
+		}
+	}
+	b := sim.BulkReplay{Endpoint: i, At: dur(max(p.Endpoints[i].Created, w.FaultsEnd/2), w.FaultsEnd), All: r.IntN(2) == 0,
+		Page: 1 + r.IntN(2), CrashAfter: 1 + r.IntN(2), Resume: dur(0, time.Minute)}
+	if !b.All {
+		b.Since = dur(0, b.At)
+	}
+	p.Replays = append(p.Replays, b)
 }

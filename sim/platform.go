@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -92,13 +93,25 @@ type BulkReplay struct {
 	Endpoint  int
 	At, Since time.Duration
 	All       bool
+	// CrashAfter, if above 0, runs the replay as courier serve runs a
+	// job: kept in the platform store, Page dead letters a page, its
+	// cursor saved after each. Its serve crashes after page CrashAfter
+	// (or its last, if it has fewer), before it saves; another serve claims the job once its lease has
+	// ended, Resume later, and goes on from the saved cursor
+	// (platform.ResumeDeadPage).
+	Page, CrashAfter int
+	Resume           time.Duration
 }
 
 func (b BulkReplay) String() string {
+	s := fmt.Sprintf("ep%d@%v/since=%v", b.Endpoint, b.At, b.Since)
 	if b.All {
-		return fmt.Sprintf("ep%d@%v/all", b.Endpoint, b.At)
+		s = fmt.Sprintf("ep%d@%v/all", b.Endpoint, b.At)
 	}
-	return fmt.Sprintf("ep%d@%v/since=%v", b.Endpoint, b.At, b.Since)
+	if b.CrashAfter > 0 {
+		s += fmt.Sprintf("/job:page=%d,crash-after=%d,resume+%v", b.Page, b.CrashAfter, b.Resume)
+	}
+	return s
 }
 
 // On reports whether the world is a platform world.
@@ -154,6 +167,9 @@ func (w World) validatePlatform() error {
 	for _, b := range p.Replays {
 		if b.Endpoint < 0 || b.Endpoint >= e || b.At < 0 || b.At > w.FaultsEnd || b.Since < 0 || b.Since > b.At {
 			return bad("Replays", "%v must name an endpoint, come by FaultsEnd (%v), and since no later than it", b, w.FaultsEnd)
+		}
+		if b.CrashAfter < 0 || b.CrashAfter > 0 && (b.Page < 1 || b.Page > platform.MaxLimit || b.Resume < 0 || b.At < p.Endpoints[b.Endpoint].Created) {
+			return bad("Replays", "%v: a job's crash after a page count above 0, its Page within 1..%d, its Resume not negative, after its endpoint's creation", b, platform.MaxLimit)
 		}
 	}
 	for _, m := range p.Missing {
@@ -222,6 +238,9 @@ type platParts struct {
 	crashAt, calls int
 	crashAfter     bool
 	crashes        int
+	// jobs are the bulk replay jobs made, by ID: their BulkReplay's
+	// index and try.
+	jobs map[string][2]int
 }
 
 // crashed is the panic of a publish crashing mid fan-out, which publish
@@ -243,7 +262,7 @@ func (s *sim) initPlatform() {
 	}
 	e := len(p.Endpoints)
 	pp := &platParts{st: platmem.New(func() time.Time { return s.now }), r: stream(s.seed, "platform"),
-		app: platformApp, index: map[string]int{},
+		app: platformApp, index: map[string]int{}, jobs: map[string][2]int{},
 		enabled: make([]bool, e), created: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
 	s.plat = pp
 	must := func(err error) {
@@ -373,6 +392,10 @@ func (s *sim) startPublishes() time.Duration {
 		}
 	}
 	for k, b := range p.Replays {
+		if b.CrashAfter > 0 {
+			s.q.schedule(b.At, func() { s.startJob(k, b, 1) })
+			continue
+		}
 		s.q.schedule(b.At, func() { s.bulkReplay(k, b) })
 	}
 	for i, ep := range p.Endpoints {
@@ -672,5 +695,115 @@ func (s *sim) replayMissing(m MissingReplay) {
 	s.note(nil, opPlatform, str("replay-missing"), str(fmt.Sprintf("%s since %v: %d added, %d pending", pp.eps[m.Endpoint], m.Since, added, pending)))
 	if pending > 0 {
 		s.q.schedule(s.elapsed+max(s.w.Platform.Redrive, minRedrive), s.redrive)
+	}
+}
+
+// Bulk replay jobs (BulkReplay.CrashAfter), as courier serve runs them
+// (cmd/courier's replays): a job in the platform store, its pages replayed
+// by platform.ResumeDeadPage under the job's name, its cursor saved after
+// each page. Here its first serve crashes after a page and before its
+// save; a second serve claims the job when its lease has ended and goes on
+// from the cursor, so that page is listed again: what it replayed and is
+// dead again must not be replayed twice (replay-since).
+const (
+	jobServe1, jobServe2 = "serve-1", "serve-2"
+)
+
+// startJob creates bulk replay k's job (try counts the jobs created for
+// it) and runs it. The endpoint running a job already (another replay's,
+// interrupted), the operator asks again a second later.
+func (s *sim) startJob(k int, b BulkReplay, try int) {
+	pp := s.plat
+	var since time.Time
+	if !b.All {
+		since = Epoch.Add(b.Since)
+	}
+	id := fmt.Sprintf("%s_%026d", platform.ReplayJobKind, (k+1)*1000+try)
+	j, err := pp.st.CreateReplayJob(bg, platform.ReplayJob{ID: id, AppID: pp.app, EndpointID: pp.eps[b.Endpoint], Since: since, Owner: jobServe1}, s.w.LeaseTTL())
+	if errors.Is(err, platform.ErrConflict) {
+		s.note(nil, opOperatorRefused, str("bulk-replay-job"), str(s.streams[b.Endpoint]), str(err.Error()))
+		s.q.schedule(s.elapsed+time.Second, func() { s.startJob(k, b, try+1) })
+		return
+	}
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: bulk replay job %v: %v", s.seed, b, err))
+	}
+	pp.jobs[j.ID] = [2]int{k, try}
+	s.coverAll(FaultOperator)
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: jobBy(j), Until: since, Detail: invariants.BulkBegin})
+	s.runJob(k, b, j, try, b.CrashAfter)
+}
+
+func jobBy(j platform.ReplayJob) string { return "replay " + j.ID }
+
+// runJob runs job j of bulk replay k a page at a time, back to back; its
+// serve crashes after page crashAfter (0: never) before it saves. A page
+// the store does not let finish ends the job failed, and the operator
+// starts a new one a second later, as for a bulk replay (bulkReplay).
+func (s *sim) runJob(k int, b BulkReplay, j platform.ReplayJob, try, crashAfter int) {
+	by := jobBy(j)
+	for pages := 1; ; pages++ {
+		page, err := platform.ResumeDeadPage(bg, s.store, s.streams[b.Endpoint], j.Since, j.Cursor, b.Page, by)
+		if err == nil && page.Failed > 0 {
+			err = page.Errors[0]
+		}
+		for _, rec := range page.Replayed {
+			s.replayed(rec, by)
+		}
+		switch {
+		case err != nil:
+			s.note(nil, opOperatorRefused, str("bulk-replay-job"), str(j.ID), str(err.Error()))
+			j.State, j.Error = platform.JobFailed, err.Error()
+			s.endJob(b, s.saveJob(j), invariants.BulkFailed)
+			s.q.schedule(s.elapsed+time.Second, func() { s.startJob(k, b, try+1) })
+			return
+		case pages == crashAfter || page.Last && pages < crashAfter: // its last page may be the one: it dies before it saves the job done
+			s.note(nil, opPlatform, str("job-crash"), str(fmt.Sprintf("%s: its serve crashed after page %d, its cursor saved at %d", j.ID, pages, j.Cursor)))
+			s.q.schedule(s.elapsed+s.w.LeaseTTL()+b.Resume+time.Millisecond, s.resumeJobs)
+			return
+		}
+		j.Cursor = page.Next
+		j.Listed, j.Replayed = j.Listed+page.Listed, j.Replayed+len(page.Replayed)+page.Again
+		if page.Last {
+			j.State = platform.JobDone
+			s.endJob(b, s.saveJob(j), invariants.BulkEnd)
+			return
+		}
+		j = s.saveJob(j)
+	}
+}
+
+// saveJob saves job j's progress under its owner's lease, as the job's
+// serve does after each page; the owner holds it (nothing else runs
+// between its pages).
+func (s *sim) saveJob(j platform.ReplayJob) platform.ReplayJob {
+	saved, err := s.plat.st.SaveReplayJob(bg, j, s.w.LeaseTTL())
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: saving bulk replay job %s: %v", s.seed, j.ID, err))
+	}
+	return saved
+}
+
+// endJob logs the end of job j: done, or failed.
+func (s *sim) endJob(b BulkReplay, j platform.ReplayJob, end string) {
+	s.note(nil, opPlatform, str("job-"+string(j.State)), str(fmt.Sprintf("%s: listed %d, replayed %d", j.ID, j.Listed, j.Replayed)))
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: jobBy(j), Until: j.Since, Detail: end})
+}
+
+// resumeJobs is the second serve claiming each job whose serve crashed
+// and whose lease has ended, as courier serve's claim loop does, and
+// running it from its saved cursor.
+func (s *sim) resumeJobs() {
+	for {
+		j, ok, err := s.plat.st.ClaimReplayJob(bg, jobServe2, s.w.LeaseTTL())
+		if err != nil {
+			panic(fmt.Sprintf("sim: seed %d: claiming a bulk replay job: %v", s.seed, err))
+		}
+		if !ok {
+			return
+		}
+		ref := s.plat.jobs[j.ID]
+		s.note(nil, opPlatform, str("job-resumed"), str(fmt.Sprintf("%s by %s from cursor %d", j.ID, jobServe2, j.Cursor)))
+		s.runJob(ref[0], s.w.Platform.Replays[ref[0]], j, ref[1], 0)
 	}
 }

@@ -46,6 +46,9 @@ func TestPlatformWorldValidate(t *testing.T) {
 		{"missing since after at", "Platform.Missing", func(w *sim.World) {
 			w.Platform.Missing = []sim.MissingReplay{{Endpoint: 0, At: time.Second, Since: 2 * time.Second}}
 		}},
+		{"job page", "Platform.Replays", func(w *sim.World) {
+			w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: time.Second, All: true, CrashAfter: 1}}
+		}},
 		{"rate limit", "rate_limit", func(w *sim.World) { w.Platform.Endpoints[1].RateLimit = -1 }},
 		{"max attempts", "max_attempts", func(w *sim.World) { w.Platform.Endpoints[1].MaxAttempts = 101 }},
 		{"backoff below the world's", "MaxBackoff", func(w *sim.World) {
@@ -151,5 +154,35 @@ func TestPlatformReplayMissing(t *testing.T) {
 			t.Errorf("since %v: asks %q, applied %d (twice %d), violations %v; want asks %q and %d applied once",
 				c.since, asks, r.Stats.Applied, r.Stats.AppliedTwice, r.Violations, want, c.wantApplied)
 		}
+	}
+}
+
+// A bulk replay job whose serve crashes after its first page, before it
+// saves, is resumed by another serve from its saved cursor once its lease
+// has ended: it lists that page again, and the dead letter it replayed
+// there, dead again (poison), is not replayed twice (replay-since judges
+// it); the next one is replayed once.
+func TestPlatformJobResumedAfterACrash(t *testing.T) {
+	w := platformTestWorld()
+	w.Policy.MaxAttempts, w.Policy.BaseBackoff, w.Policy.MaxBackoff = 2, 100*time.Millisecond, 100*time.Millisecond
+	w.Receiver.Poison = []string{"e001", "e003"} // messages 0 and 1 to endpoint 0
+	w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: 4 * time.Second, All: true, Page: 1, CrashAfter: 1, Resume: 5 * time.Second}}
+	r, err := sim.Run(w, 9, sim.Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, line := range r.Trace {
+		if _, after, ok := strings.Cut(line, "platform job-"); ok {
+			jobs = append(jobs, after)
+		}
+	}
+	want := []string{
+		"crash: rpl_00000000000000000000001001: its serve crashed after page 1, its cursor saved at 0",
+		"resumed: rpl_00000000000000000000001001 by serve-2 from cursor 0",
+		"done: rpl_00000000000000000000001001: listed 2, replayed 2",
+	}
+	if len(r.Violations) > 0 || !slices.Equal(jobs, want) {
+		t.Fatalf("job lines %q, violations %v; want %q and none", jobs, r.Violations, want)
 	}
 }

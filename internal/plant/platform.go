@@ -26,6 +26,11 @@ const (
 	// endpoint every message it missed, however old
 	// (platmem.Store.AddMissing).
 	MissingIgnoresSince Bug = "missing-ignores-since"
+	// ResumeReplaysAgain: a bulk replay job resumed after a crash
+	// replays again a dead letter it replayed before the crash that died
+	// again since (platform.ResumeDeadPage without its once-per-job
+	// check).
+	ResumeReplaysAgain Bug = "resume-replays-again"
 )
 
 func init() {
@@ -36,6 +41,7 @@ func init() {
 		ReplaySinceIgnored:     "replay-since",
 		EndpointRetryDropped:   "retry-timing",
 		MissingIgnoresSince:    "replay-missing",
+		ResumeReplaysAgain:     "replay-since",
 	} {
 		Expected[bug] = rule
 	}
