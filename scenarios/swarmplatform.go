@@ -138,7 +138,7 @@ func drawMissing(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time
 
 // drawJob, after drawMissing: in three quarters of the platform worlds the operator
 // runs one more bulk replay, late in the faults so that dead letters
-// have gathered, of the endpoint of the first poison event if there is
+// have gathered, after its other bulk replays, of the endpoint of the first poison event if there is
 // one (where dead letters are), as a job of 1 or 2 dead letters a page
 // whose serve crashes after its first or second page; another serve
 // resumes it up to a minute after its lease ended.
@@ -154,7 +154,11 @@ func drawJob(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Dur
 			i = (n - 1) % len(p.Endpoints) // EventID(n-1) is delivery n-1, to endpoint (n-1) mod E
 		}
 	}
-	b := sim.BulkReplay{Endpoint: i, At: dur(max(p.Endpoints[i].Created, w.FaultsEnd/2), w.FaultsEnd), All: r.IntN(2) == 0,
+	from := max(p.Endpoints[i].Created, w.FaultsEnd/2)
+	for _, b := range p.Replays {
+		from = max(from, b.At) // after the operator's other bulk replays, which it would otherwise empty
+	}
+	b := sim.BulkReplay{Endpoint: i, At: dur(from, w.FaultsEnd), All: r.IntN(4) == 0,
 		Page: 1 + r.IntN(2), CrashAfter: 1 + r.IntN(2), Resume: dur(0, time.Minute)}
 	if !b.All {
 		b.Since = dur(0, b.At)
