@@ -186,3 +186,29 @@ func TestPlatformJobResumedAfterACrash(t *testing.T) {
 		t.Fatalf("job lines %q, violations %v; want %q and none", jobs, r.Violations, want)
 	}
 }
+
+// A job whose page the store refuses (a store outage) ends failed, and
+// the operator starts a new job, by another name, a second later, until
+// the outage has ended; replay-since judges each by its own name.
+func TestPlatformJobRefusedByTheStore(t *testing.T) {
+	w := platformTestWorld()
+	w.Policy.MaxAttempts, w.Policy.BaseBackoff, w.Policy.MaxBackoff = 2, 100*time.Millisecond, 100*time.Millisecond
+	w.Receiver.Poison = []string{"e001", "e003"}
+	w.Cluster = sim.Cluster{Workers: 2, LeaseTTL: 2 * time.Second, Poll: 500 * time.Millisecond,
+		StoreOutages: []sim.Window{{From: 3500 * time.Millisecond, To: 4900 * time.Millisecond}}}
+	w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: 4 * time.Second, All: true, Page: 1, CrashAfter: 1, Resume: time.Second}}
+	r, err := sim.Run(w, 9, sim.Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, line := range r.Trace {
+		if _, after, ok := strings.Cut(line, "platform job-"); ok {
+			jobs = append(jobs, after)
+		}
+	}
+	if len(r.Violations) > 0 || len(jobs) < 4 || !strings.HasPrefix(jobs[0], "failed: rpl_00000000000000000000001001") ||
+		!strings.HasPrefix(jobs[len(jobs)-1], "done: ") {
+		t.Fatalf("job lines %q, violations %v; want the first job failed, a later one done, none", jobs, r.Violations)
+	}
+}
