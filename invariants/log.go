@@ -217,6 +217,11 @@ const (
 	DiscardFenced = "fenced"
 	// DiscardUnverified prefixes the reason a delivery did not verify.
 	DiscardUnverified = "unverified"
+	// DiscardRejected: the receiver answered attempt Attempt with a
+	// status its endpoint's status policy rejects at once
+	// (platform.StatusPolicy), and that answer came back: the channel
+	// must report it refused.
+	DiscardRejected = "rejected"
 )
 
 // Add appends an entry, numbering it.

@@ -91,7 +91,7 @@ func StreamPolicy(ctx context.Context, st Store, base machine.Config, stream str
 // RejectStatuses is nil: httpchannel.DefaultStatusPolicy (410 only). The
 // channel classifies statuses; the platform only keeps the list.
 func StatusPolicy(e Endpoint) *httpchannel.StatusPolicy {
-	if e.RejectStatuses == nil {
+	if e.RejectStatuses == nil || plant.On(plant.RejectStatusesDropped) {
 		return nil
 	}
 	return &httpchannel.StatusPolicy{RejectOn: slices.Clone(e.RejectStatuses)}

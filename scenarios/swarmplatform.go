@@ -14,8 +14,15 @@ import (
 // endpoints, each with its own filter, faults and rate limit.
 const PlatformShare = 0.2
 
+// HTTPPlatformShare is the share of the swarm's HTTP seeds whose world
+// becomes a platform world too: its endpoints' channels are the real
+// HTTP channel with each endpoint's status policy (drawRejectStatuses).
+const HTTPPlatformShare = 0.3
+
 // drawPlatform is Swarm's fourth pass, drawn last from its own stream:
-// for PlatformShare of the seeds without HTTP, the world's workload is
+// for PlatformShare of the seeds without HTTP, and HTTPPlatformShare of
+// those with (whose endpoints then draw status policies,
+// drawRejectStatuses), the world's workload is
 // published as messages of 1 to 3 event types to 2 to 4 endpoints, each
 // with its own filter (half of them none), outages, flapping, a rate
 // limit (two thirds of the worlds limit some endpoint), and disables by
@@ -28,7 +35,11 @@ const PlatformShare = 0.2
 // by disabling their endpoints. Poison and stubborn events stay: event i
 // is the delivery i of the workload, of message i/E to endpoint i%E.
 func drawPlatform(r *rand.Rand, w *sim.World) {
-	if w.HTTP.On || r.Float64() >= PlatformShare {
+	if w.HTTP.On {
+		if r.Float64() >= HTTPPlatformShare {
+			return
+		}
+	} else if r.Float64() >= PlatformShare {
 		return
 	}
 	dur := func(lo, hi time.Duration) time.Duration {
@@ -87,6 +98,27 @@ func drawPlatform(r *rand.Rand, w *sim.World) {
 	drawRetryPolicies(r, w, dur)
 	drawMissing(r, w, dur)
 	drawJob(r, w, dur)
+	drawRejectStatuses(r, w)
+}
+
+// drawRejectStatuses, last, in an HTTP world: half of the endpoints
+// reject at once (platform.StatusPolicy) the status the receiver answers
+// a poison or stubborn event with, or 422, or both; the others keep the
+// channel's default (410 only).
+func drawRejectStatuses(r *rand.Rand, w *sim.World) {
+	if !w.HTTP.On {
+		return
+	}
+	reject := w.HTTP.RejectStatus
+	if reject == 0 {
+		reject = 503
+	}
+	for i := range w.Platform.Endpoints {
+		if r.IntN(2) == 0 {
+			continue
+		}
+		w.Platform.Endpoints[i].RejectStatuses = [][]int{{reject}, {422, reject}, {422}}[r.IntN(3)]
+	}
 }
 
 // drawRetryPolicies gives half of a platform world's endpoints a retry

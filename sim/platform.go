@@ -70,6 +70,10 @@ type PlatformEndpoint struct {
 	// judges it by.
 	MaxAttempts             int
 	BaseBackoff, MaxBackoff time.Duration
+	// RejectStatuses is its status policy (platform.StatusPolicy): in an
+	// HTTP world, the statuses its channel rejects at once; of those the
+	// world's receiver answers, only 422 and HTTP.RejectStatus.
+	RejectStatuses []int
 	// Created is when the operator creates it (0: before the first
 	// publish): the messages published before it are missed, and reach
 	// it only from a replay-missing (Platform.Missing).
@@ -134,8 +138,8 @@ func (w World) validatePlatform() error {
 		return bad("Endpoints", "has %d, so Streams (%d) must be %d and Events (%d) a multiple of it: event i is message i/%d to endpoint i%%%d", e, w.Streams, e, w.Events, e, e)
 	case len(p.EventTypes) == 0:
 		return bad("EventTypes", "is empty")
-	case w.HTTP.On || len(w.Operator.Pauses) > 0:
-		return bad("Endpoints", "are set: a platform world has no HTTP and no stream pauses (its endpoints are disabled instead)")
+	case len(w.Operator.Pauses) > 0:
+		return bad("Endpoints", "are set: a platform world has no stream pauses (its endpoints are disabled instead)")
 	case !(p.CrashRate >= 0 && p.CrashRate <= 1) || p.MaxCrashes < 0 || p.Redrive < 0:
 		return bad("CrashRate", "is %v, MaxCrashes %d, Redrive %v: a rate within 0..1, counts and delays not negative", p.CrashRate, p.MaxCrashes, p.Redrive)
 	}
@@ -147,6 +151,11 @@ func (w World) validatePlatform() error {
 		}
 		if err := w.checkEndpoint(i); err != nil {
 			return bad("Endpoints", "[%d]: %v", i, err)
+		}
+		for _, code := range ep.RejectStatuses {
+			if !w.HTTP.On || code != 422 && code != w.HTTP.rejectStatus() {
+				return bad("Endpoints", "[%d].RejectStatuses has %d; an HTTP world's endpoint may reject 422 or HTTP.RejectStatus (%d), the statuses only its receiver answers", i, code, w.HTTP.rejectStatus())
+			}
 		}
 		last := ep.Created
 		if ep.Created < 0 || ep.Created > w.FaultsEnd {
@@ -189,6 +198,9 @@ func (p Platform) describe() string {
 		s += fmt.Sprintf(" ep%d{filter=%v", i, ep.EventTypes)
 		if ep.RateLimit > 0 {
 			s += fmt.Sprintf(" rate=%d/s", ep.RateLimit)
+		}
+		if ep.RejectStatuses != nil {
+			s += fmt.Sprintf(" rejects=%v", ep.RejectStatuses)
 		}
 		if ep.MaxAttempts > 0 || ep.BaseBackoff > 0 || ep.MaxBackoff > 0 {
 			s += fmt.Sprintf(" retry=%d@%v..%v", ep.MaxAttempts, ep.BaseBackoff, ep.MaxBackoff)
@@ -315,7 +327,7 @@ func (w World) platformEndpoint(i int) platform.Endpoint {
 	e := platform.Endpoint{ID: endpointID(i), AppID: platformApp, URL: fmt.Sprintf("https://ep%d.example.com/hook", i),
 		EventTypes: ep.EventTypes, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, Enabled: true,
 		Ordering: platform.Strict, RateLimit: ep.RateLimit,
-		MaxAttempts: ep.MaxAttempts, BaseBackoff: ep.BaseBackoff, MaxBackoff: ep.MaxBackoff}
+		MaxAttempts: ep.MaxAttempts, BaseBackoff: ep.BaseBackoff, MaxBackoff: ep.MaxBackoff, RejectStatuses: ep.RejectStatuses}
 	if w.Policy.Ordering == machine.Independent {
 		e.Ordering, e.MaxInFlight = platform.Independent, w.Policy.Window
 	}

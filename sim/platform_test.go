@@ -5,11 +5,13 @@ package sim_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/sim"
 )
@@ -48,6 +50,11 @@ func TestPlatformWorldValidate(t *testing.T) {
 		}},
 		{"job page", "Platform.Replays", func(w *sim.World) {
 			w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: time.Second, All: true, CrashAfter: 1}}
+		}},
+		{"reject statuses without HTTP", "RejectStatuses", func(w *sim.World) { w.Platform.Endpoints[0].RejectStatuses = []int{422} }},
+		{"a reject status the receiver does not answer", "RejectStatuses", func(w *sim.World) {
+			w.HTTP = sim.HTTP{On: true, RejectStatus: 503}
+			w.Platform.Endpoints[0].RejectStatuses = []int{502}
 		}},
 		{"rate limit", "rate_limit", func(w *sim.World) { w.Platform.Endpoints[1].RateLimit = -1 }},
 		{"max attempts", "max_attempts", func(w *sim.World) { w.Platform.Endpoints[1].MaxAttempts = 101 }},
@@ -210,5 +217,33 @@ func TestPlatformJobRefusedByTheStore(t *testing.T) {
 	if len(r.Violations) > 0 || len(jobs) < 4 || !strings.HasPrefix(jobs[0], "failed: rpl_00000000000000000000001001") ||
 		!strings.HasPrefix(jobs[len(jobs)-1], "done: ") {
 		t.Fatalf("job lines %q, violations %v; want the first job failed, a later one done, none", jobs, r.Violations)
+	}
+}
+
+// In an HTTP world, an endpoint whose status policy rejects the status
+// the receiver answers a poison event with dead-letters it at once,
+// rejected, through the real channel; the other endpoint retries it to
+// its budget. The checker holds the channel to it (channel-true).
+func TestPlatformHTTPRejectStatuses(t *testing.T) {
+	w := platformTestWorld()
+	w.HTTP = sim.HTTP{On: true, RejectStatus: 503}
+	w.Policy.MaxAttempts, w.Policy.BaseBackoff, w.Policy.MaxBackoff = 3, 100*time.Millisecond, 100*time.Millisecond
+	w.Receiver.Poison = []string{"e001", "e002"} // message 0 to endpoints 0 and 1
+	w.Platform.Endpoints[0].RejectStatuses = []int{422, 503}
+	r, err := sim.Run(w, 4, sim.Options{Logs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, run := range r.Runs {
+		for _, e := range run.Entries {
+			if e.Kind == invariants.Persisted && e.Record.State == machine.Dead {
+				got = append(got, fmt.Sprintf("ep%d %s after %d", i, e.Record.Reason, e.Record.Attempts))
+			}
+		}
+	}
+	want := []string{"ep0 rejected after 1", "ep1 exhausted after 3"}
+	if len(r.Violations) > 0 || !slices.Equal(got, want) {
+		t.Fatalf("dead letters %q, violations %v; want %q and none", got, r.Violations, want)
 	}
 }

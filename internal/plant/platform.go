@@ -31,6 +31,10 @@ const (
 	// again since (platform.ResumeDeadPage without its once-per-job
 	// check).
 	ResumeReplaysAgain Bug = "resume-replays-again"
+	// RejectStatusesDropped: an endpoint's reject statuses never reach
+	// its HTTP channel, which retries what the endpoint said to reject at
+	// once (platform.StatusPolicy).
+	RejectStatusesDropped Bug = "reject-statuses-dropped"
 )
 
 func init() {
@@ -42,6 +46,7 @@ func init() {
 		EndpointRetryDropped:   "retry-timing",
 		MissingIgnoresSince:    "replay-missing",
 		ResumeReplaysAgain:     "replay-since",
+		RejectStatusesDropped:  "channel-true",
 	} {
 		Expected[bug] = rule
 	}
