@@ -45,10 +45,13 @@ const (
 	// ChannelTrue (judged with Run.ReceiverVerdicts): the channel tells
 	// the sender what the receiver said, and the receiver hears the
 	// sender: an attempt answered refused was refused by the receiver (a
-	// delivery of the event Discarded as fenced), and no delivery fails
-	// the receiver's signature check. A channel that takes a retryable
-	// answer for a refusal, or signs what the receiver cannot verify,
-	// breaks it.
+	// delivery of the event Discarded as fenced, or as rejected by its
+	// endpoint's status policy), an attempt the receiver answered with a
+	// status its endpoint rejects (DiscardRejected) is answered refused,
+	// and no delivery fails the receiver's signature check. A channel
+	// that takes a retryable answer for a refusal, retries what its
+	// endpoint rejects, or signs what the receiver cannot verify, breaks
+	// it.
 	ChannelTrue = "channel-true"
 	// Liveness: every event is delivered or dead by its deadline: MaxAge
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
