@@ -45,10 +45,13 @@ const (
 	// ChannelTrue (judged with Run.ReceiverVerdicts): the channel tells
 	// the sender what the receiver said, and the receiver hears the
 	// sender: an attempt answered refused was refused by the receiver (a
-	// delivery of the event Discarded as fenced), and no delivery fails
-	// the receiver's signature check. A channel that takes a retryable
-	// answer for a refusal, or signs what the receiver cannot verify,
-	// breaks it.
+	// delivery of the event Discarded as fenced, or as rejected by its
+	// endpoint's status policy), an attempt the receiver answered with a
+	// status its endpoint rejects (DiscardRejected) is answered refused,
+	// and no delivery fails the receiver's signature check. A channel
+	// that takes a retryable answer for a refusal, retries what its
+	// endpoint rejects, or signs what the receiver cannot verify, breaks
+	// it.
 	ChannelTrue = "channel-true"
 	// Liveness: every event is delivered or dead by its deadline: MaxAge
 	// plus one AttemptTimeout after acceptance, and LivenessBound after
@@ -78,7 +81,7 @@ const (
 
 // Names lists every invariant, in the order reports show them.
 var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept,
-	FanoutOnce, FanoutOnlySubscribed, DisabledGetsNothing, ReplaySince}, PolicyNames...)
+	FanoutOnce, FanoutOnlySubscribed, DisabledGetsNothing, ReplaySince, ReplayMissing}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
 // derived from the policy: the longest the sender can still be waiting
@@ -112,19 +115,22 @@ type event struct {
 
 // eventView is what the safety checker keeps of one event.
 type eventView struct {
-	pos       int       // position in acceptance order (checker.order)
-	refused   bool      // the channel refused an attempt of it
-	fenced    bool      // the receiver refused a delivery of it for good
-	rewritten bool      // its identity changed (reported once)
-	doneAt    time.Time // when it was first persisted terminal
-	sends     int
-	sent      []int // the attempt numbers sent, in the order sent
-	applied   int
-	everDead  bool
-	startedAt time.Time          // when its latest attempt's start was persisted
-	deadAs    machine.DeadReason // the reason it was first persisted dead with
-	settled   bool               // an operator discarded it, a dead letter
-	deleted   bool               // retention deleted it (judged when it was)
+	pos     int  // position in acceptance order (checker.order)
+	refused bool // the channel refused an attempt of it
+	fenced  bool // the receiver refused a delivery of it for good
+	// mustRefuse is the attempt the receiver answered with a status its
+	// endpoint rejects (DiscardRejected), whose reply must say refused.
+	mustRefuse int
+	rewritten  bool      // its identity changed (reported once)
+	doneAt     time.Time // when it was first persisted terminal
+	sends      int
+	sent       []int // the attempt numbers sent, in the order sent
+	applied    int
+	everDead   bool
+	startedAt  time.Time          // when its latest attempt's start was persisted
+	deadAs     machine.DeadReason // the reason it was first persisted dead with
+	settled    bool               // an operator discarded it, a dead letter
+	deleted    bool               // retention deleted it (judged when it was)
 	// replayToken is the fencing token of the latest replay of it (0:
 	// never replayed): a send under an older token belongs to an earlier
 	// budget, the late send of an owner the replay fenced off.
@@ -385,6 +391,7 @@ func (k *Checker) judge(e *Entry) {
 		c.deleted(e, at)
 	case Replayed:
 		k.replayed(e, at)
+		c.events[at.ev].mustRefuse = 0 // a fresh budget: its attempts count from 1 again
 	case Paused, Resumed:
 		c.pause.changed(e, c.run.Stall)
 	case LeaseDropped:
@@ -402,6 +409,8 @@ func (c *checker) receiverDiscarded(e *Entry, ev int) {
 	switch {
 	case e.Detail == DiscardFenced:
 		c.events[ev].fenced = true
+	case e.Detail == DiscardRejected:
+		c.events[ev].fenced, c.events[ev].mustRefuse = true, e.Attempt
 	case strings.HasPrefix(e.Detail, DiscardUnverified):
 		c.fail(ChannelTrue, e.ID, e.Step, "attempt %d did not verify at the receiver (%s)", e.Attempt, e.Detail)
 	}
@@ -447,6 +456,12 @@ func (c *checker) appliedBy(e *Entry, at ref) {
 
 // replied lands the attempt a reply answers.
 func (c *checker) replied(e *Entry, at ref) {
+	if v := &c.events[at.ev]; v.mustRefuse > 0 && v.mustRefuse == e.Attempt {
+		v.mustRefuse = 0
+		if e.Detail != machine.OutcomeRefused.String() {
+			c.fail(ChannelTrue, e.ID, e.Step, "attempt %d answered %s, but the receiver answered it with a status the endpoint rejects at once", e.Attempt, e.Detail)
+		}
+	}
 	if e.Detail == machine.OutcomeRefused.String() {
 		v := &c.events[at.ev]
 		if c.run.ReceiverVerdicts && !v.fenced {

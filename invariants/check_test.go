@@ -691,6 +691,33 @@ func TestChannelTrue(t *testing.T) {
 			},
 		},
 		{
+			name:   "refused after the receiver answered a status the endpoint rejects",
+			reason: "the endpoint's status policy makes the receiver's answer a refusal for good",
+			build: func(b *logb) []found {
+				verdicts(b)
+				b.accept("e1")
+				b.attempt("e1")
+				b.add(invariants.Entry{Kind: invariants.Discarded, ID: "e1", Attempt: 1, Detail: invariants.DiscardRejected})
+				b.die("e1", machine.Rejected)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "retried after the receiver answered a status the endpoint rejects",
+			reason: "a channel that drops the endpoint's status policy retries what must be rejected at once (reject-statuses-dropped)",
+			build: func(b *logb) []found {
+				verdicts(b)
+				b.accept("e1")
+				b.attempt("e1")
+				b.add(invariants.Entry{Kind: invariants.Discarded, ID: "e1", Attempt: 1, Detail: invariants.DiscardRejected})
+				s := b.reply("e1", machine.OutcomeFailed)
+				b.deliver("e1")
+				b.finish()
+				return []found{{invariants.ChannelTrue, "e1", s}}
+			},
+		},
+		{
 			name:   "a delivery that did not verify",
 			reason: "the sender signs what the receiver can verify",
 			build: func(b *logb) []found {

@@ -78,6 +78,10 @@
 //   - replay-since: a bulk replay since T replays, once, every undiscarded
 //     dead letter whose budget began at or after T, and none that died
 //     before T.
+//   - replay-missing: a replay of missing messages since T gives an
+//     endpoint each message published since T that its filter takes and
+//     it missed (created later, or disabled), and nothing it missed
+//     before every T asked.
 //
 // # The policy rules
 //

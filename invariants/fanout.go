@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -28,18 +29,32 @@ const (
 	DisabledGetsNothing = "disabled-gets-nothing"
 	// ReplaySince: a bulk replay since T replays, once, every undiscarded
 	// dead letter of the stream whose budget began at or after T, and
-	// none that died before T. (One whose budget began before T and that
+	// none that died before T. A job a crash interrupted is judged by its
+	// name from its begin to its end, across the resume: once per job. (One whose budget began before T and that
 	// died after it is left to the store's reading of its last attempt,
 	// which the log does not carry.)
 	ReplaySince = "replay-since"
+	// ReplayMissing: an operator's replay of missing messages since T to
+	// an endpoint (MissingReplay) gives it a delivery of every message
+	// published at or after T that its filter takes and that it missed
+	// (FanMissed: not yet created, or disabled, when it was published),
+	// and each of those ends applied or dead; a message it missed and no
+	// replay-missing chose (published before every since asked) is never
+	// accepted into its stream. Asking again adds nothing (applied-once
+	// holds each to once).
+	ReplayMissing = "replay-missing"
 )
 
 // Details of the platform's entries.
 const (
 	FanSubscribed   = "subscribed"
 	FanUnsubscribed = "unsubscribed"
-	BulkBegin       = "begin"
-	BulkEnd         = "end"
+	// FanMissed: the endpoint's filter takes the message, but the
+	// endpoint did not get it when it was published (not created yet,
+	// or disabled): it gets it only from a replay-missing (ReplayMissing).
+	FanMissed = "missed"
+	BulkBegin = "begin"
+	BulkEnd   = "end"
 	// BulkFailed ends a bulk replay the store did not let finish (a
 	// listing or a replay refused): what it replayed is judged, what it
 	// left is not; the operator runs it again.
@@ -50,28 +65,37 @@ const (
 )
 
 // fanState follows the platform's deliveries of one stream: what was
-// fanned to it, what became of each, and the bulk replay in progress.
+// fanned to it, what became of each, and the bulk replays in progress
+// (several: a job a crash interrupted waits to be resumed while others
+// run).
 type fanState struct {
 	ids  map[string]int // index in list, by delivery ID
 	list []fanDelivery
-	job  bulkJob
+	jobs []bulkJob
 }
 
 // fanDelivery is what fanState knows of one event of the stream.
 type fanDelivery struct {
 	id                 string
 	fanned, subscribed bool
-	step               int // the step of its Fanned
-	flagged            bool
-	applied            int
-	dead, discarded    bool
-	deadAt             time.Time // when it was persisted dead
-	budget             time.Time // when its current budget began
+	// missed: the endpoint missed the message (FanMissed); subscribed
+	// then once a replay-missing chose it, at step missStep.
+	missed          bool
+	missStep        int
+	fannedAt        time.Time // when its message was published (Fanned)
+	step            int       // the step of its Fanned
+	flagged         bool
+	applied         int
+	dead, discarded bool
+	deadAt          time.Time // when it was persisted dead
+	budget          time.Time // when its current budget began
 }
 
 // bulkJob is a bulk replay in progress: by names it, want holds the
 // indexes of the dead letters it must replay, never those it must not,
-// and done those it replayed.
+// and done those it replayed. A dead letter that someone else replays or
+// discards while the job runs leaves want and never: what the job then
+// finds of it is no longer what it began with.
 type bulkJob struct {
 	on          bool
 	by          string
@@ -83,7 +107,7 @@ type bulkJob struct {
 
 func (f *fanState) reset() {
 	clear(f.ids)
-	f.list, f.job = f.list[:0], bulkJob{}
+	f.list, f.jobs = f.list[:0], f.jobs[:0]
 }
 
 // of returns the delivery id's state, new if it was never seen.
@@ -110,7 +134,9 @@ func (f *fanState) observe(c *checker, e *Entry) {
 	switch e.Kind {
 	case Fanned:
 		d := f.of(e.ID)
-		d.fanned, d.subscribed, d.step = true, e.Detail == FanSubscribed, e.Step
+		d.fanned, d.subscribed, d.missed, d.step, d.fannedAt = true, e.Detail == FanSubscribed, e.Detail == FanMissed, e.Step, e.At
+	case MissingReplay:
+		f.missing(e)
 	case Persisted:
 		d := f.of(e.Record.ID)
 		d.dead, d.budget = e.Record.State == machine.Dead, e.Record.AcceptedAt
@@ -126,10 +152,12 @@ func (f *fanState) observe(c *checker, e *Entry) {
 		f.unwanted(c, d, e, "applied")
 	case DeadDiscarded:
 		f.of(e.ID).discarded = true
+		f.excuse(f.ids[e.ID], "")
 	case Replayed:
 		d := f.of(e.ID)
 		d.dead, d.budget = false, e.Record.AcceptedAt
 		f.replayed(c, e)
+		f.excuse(f.ids[e.ID], e.Worker)
 	case BulkReplay:
 		f.bulk(c, e)
 	}
@@ -141,7 +169,22 @@ func (f *fanState) unwanted(c *checker, d *fanDelivery, e *Entry, what string) {
 		return
 	}
 	d.flagged = true
+	if d.missed {
+		c.fail(ReplayMissing, d.id, e.Step, "%s, but the endpoint missed the message (step %d) and no replay-missing since its publication asked for it", what, d.step)
+		return
+	}
 	c.fail(FanoutOnlySubscribed, d.id, e.Step, "%s, but the endpoint did not want the message when it was published (step %d)", what, d.step)
+}
+
+// missing is an operator's replay-missing since e.Until: every delivery
+// the endpoint missed of a message published since then is now wanted.
+func (f *fanState) missing(e *Entry) {
+	for i := range f.list {
+		d := &f.list[i]
+		if d.missed && !d.subscribed && !d.fannedAt.Before(e.Until) {
+			d.subscribed, d.missStep = true, e.Step
+		}
+	}
 }
 
 // bulk begins or ends a bulk replay. At its beginning the dead letters it
@@ -149,7 +192,11 @@ func (f *fanState) unwanted(c *checker, d *fanDelivery, e *Entry, what string) {
 // at its end each it had to replay must have been.
 func (f *fanState) bulk(c *checker, e *Entry) {
 	if e.Detail == BulkBegin {
-		j := &f.job
+		j := f.job(e.Worker)
+		if j == nil {
+			f.jobs = append(f.jobs, bulkJob{})
+			j = &f.jobs[len(f.jobs)-1]
+		}
 		*j = bulkJob{on: true, by: e.Worker, since: e.Until, step: e.Step, want: j.want[:0], never: j.never[:0], done: j.done[:0]}
 		for i, d := range f.list {
 			switch {
@@ -162,8 +209,8 @@ func (f *fanState) bulk(c *checker, e *Entry) {
 		}
 		return
 	}
-	j := &f.job
-	if !j.on || j.by != e.Worker {
+	j := f.job(e.Worker)
+	if j == nil || !j.on {
 		return
 	}
 	j.on = false
@@ -183,10 +230,32 @@ func (f *fanState) bulk(c *checker, e *Entry) {
 	}
 }
 
-// replayed judges a replay of the bulk replay in progress.
+// job is the bulk replay named by, begun at some time; nil if none.
+func (f *fanState) job(by string) *bulkJob {
+	for k := range f.jobs {
+		if f.jobs[k].by == by {
+			return &f.jobs[k]
+		}
+	}
+	return nil
+}
+
+// excuse takes dead letter i out of what the bulk replays in progress
+// other than by's must or must not replay: another replayed or discarded
+// it meanwhile.
+func (f *fanState) excuse(i int, by string) {
+	for k := range f.jobs {
+		if j := &f.jobs[k]; j.on && j.by != by {
+			j.want = slices.DeleteFunc(j.want, func(x int) bool { return x == i })
+			j.never = slices.DeleteFunc(j.never, func(x int) bool { return x == i })
+		}
+	}
+}
+
+// replayed judges a replay of a bulk replay in progress.
 func (f *fanState) replayed(c *checker, e *Entry) {
-	j := &f.job
-	if !j.on || e.Worker != j.by {
+	j := f.job(e.Worker)
+	if j == nil || !j.on {
 		return
 	}
 	i := f.ids[e.ID]
@@ -206,6 +275,10 @@ func (f *fanState) final(c *checker) {
 		return
 	}
 	for _, d := range f.list {
+		if d.missed && d.subscribed && d.applied == 0 && !d.dead && !d.discarded {
+			c.fail(ReplayMissing, d.id, -1, "a replay-missing (step %d) chose the message, and its delivery was never applied nor dead", d.missStep)
+			continue
+		}
 		if d.subscribed && d.applied == 0 && !d.dead && !d.discarded {
 			c.fail(FanoutOnce, d.id, -1, "the endpoint wanted the message (step %d), and the delivery was never applied nor dead", d.step)
 		}

@@ -1,5 +1,5 @@
 // The platform's rules (fanout-once, fanout-only-subscribed,
-// disabled-gets-nothing, replay-since) report exactly the broken
+// disabled-gets-nothing, replay-since, replay-missing) report exactly the broken
 // guarantee for hand-built logs of one endpoint's stream that each break
 // one, and nothing for logs of correct runs.
 package invariants_test
@@ -19,6 +19,17 @@ func (b *logb) fan(id string, wanted bool) int {
 		d = invariants.FanSubscribed
 	}
 	return b.add(invariants.Entry{Kind: invariants.Fanned, ID: id, Detail: d})
+}
+
+// miss logs that the endpoint missed id's message, which its filter
+// takes (created later, or disabled).
+func (b *logb) miss(id string) int {
+	return b.add(invariants.Entry{Kind: invariants.Fanned, ID: id, Detail: invariants.FanMissed})
+}
+
+// askMissing logs an operator's replay-missing since since.
+func (b *logb) askMissing(since time.Duration) int {
+	return b.add(invariants.Entry{Kind: invariants.MissingReplay, Worker: "operator", Until: epoch.Add(since)})
 }
 
 // disable logs the endpoint disabled (on) or enabled again.
@@ -223,6 +234,169 @@ func TestReplaySince(t *testing.T) {
 				b.deadAt("m1", 0, time.Second)
 				b.discardDead("m1")
 				b.bulk(0, invariants.BulkEnd)
+				b.finish()
+				return nil
+			},
+		},
+	})
+}
+
+// begin and end log a bulk replay job's first and last entries; byJob
+// replays id as job by.
+func (b *logb) begin(by string, since time.Duration) int {
+	var t time.Time
+	if since > 0 {
+		t = epoch.Add(since)
+	}
+	return b.add(invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Until: t, Detail: invariants.BulkBegin})
+}
+
+func (b *logb) end(by string) int {
+	return b.add(invariants.Entry{Kind: invariants.BulkReplay, Worker: by, Detail: invariants.BulkEnd})
+}
+
+func (b *logb) byJob(id, by string) int {
+	s := b.replay(id, 0)
+	b.run.Entries[s].Worker = by
+	return s
+}
+
+// A bulk replay job that a crash interrupts is resumed later: the log
+// holds its begin, the replays before the crash, what happened meanwhile,
+// the replays of the resumed job and its end.
+func TestReplaySinceAcrossAResume(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "replayed before the crash, died again, left alone on resume",
+			reason: "a job replays each dead letter once, however often it is resumed (ResumeDeadPage)",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", time.Second, 2*time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.attempt("m1")
+				b.die("m1", machine.Rejected)
+				b.wait(10 * time.Second)
+				b.byJob("m2", "job")
+				b.end("job")
+				b.deliver("m2")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "replayed again on resume",
+			reason: "a resume that lists the crashed page again and ignores the job's own replays replays a dead letter twice",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.attempt("m1")
+				b.die("m1", machine.Rejected)
+				b.wait(10 * time.Second)
+				s := b.byJob("m1", "job")
+				b.end("job")
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.ReplaySince, "m1", s}}
+			},
+		},
+		{
+			name:   "replayed by another while the job waited",
+			reason: "a dead letter another replay took while the job was interrupted is no longer the job's to replay",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", time.Second, 2*time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.deliver("m1")
+				b.begin("other", 0)
+				b.byJob("m2", "other")
+				b.end("other")
+				b.deliver("m2")
+				b.end("job")
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "two jobs, one leaves a dead letter out",
+			reason: "each job is judged by its own name, the one in progress too",
+			build: func(b *logb) []found {
+				b.deadAt("m1", 0, time.Second)
+				b.deadAt("m2", time.Second, 2*time.Second)
+				b.begin("job", 0)
+				b.byJob("m1", "job")
+				b.begin("other", 3*time.Second)
+				b.end("other")
+				e := b.end("job")
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.ReplaySince, "m2", e}}
+			},
+		},
+	})
+}
+
+func TestReplayMissing(t *testing.T) {
+	checkRows(t, []checkRow{
+		{
+			name:   "missed since T, asked, delivered once; missed before T, never",
+			reason: "a replay-missing gives the endpoint what it missed since T and nothing older; asking again adds nothing",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				b.wait(2 * time.Second)
+				b.miss("m2")
+				b.askMissing(time.Second)
+				b.accept("m2")
+				b.deliver("m2")
+				b.askMissing(time.Second)
+				b.finish()
+				return nil
+			},
+		},
+		{
+			name:   "missed, never asked, enqueued",
+			reason: "what an endpoint missed reaches it only when asked",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				s := b.accept("m1") - 1
+				b.deliver("m1")
+				b.finish()
+				return []found{{invariants.ReplayMissing, "m1", s}}
+			},
+		},
+		{
+			name:   "missed before T, enqueued by a replay-missing since T",
+			reason: "a replay-missing that ignores its since gives the endpoint older messages (missing-ignores-since)",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				b.wait(2 * time.Second)
+				b.miss("m2")
+				b.askMissing(time.Second)
+				s := b.accept("m1") - 1
+				b.accept("m2")
+				b.deliver("m1")
+				b.deliver("m2")
+				b.finish()
+				return []found{{invariants.ReplayMissing, "m1", s}}
+			},
+		},
+		{
+			name:   "chosen by a replay-missing, never enqueued",
+			reason: "a delivery a replay-missing chose must end applied or dead, as a fan-out's",
+			build: func(b *logb) []found {
+				b.miss("m1")
+				b.askMissing(0)
+				b.finish()
+				return []found{{invariants.ReplayMissing, "m1", final}}
+			},
+		},
+		{
+			name:   "missed, unasked, never enqueued",
+			reason: "a delivery missed and never asked for is not owed",
+			build: func(b *logb) []found {
+				b.miss("m1")
 				b.finish()
 				return nil
 			},

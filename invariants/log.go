@@ -97,6 +97,9 @@ const (
 	// stopped it); Until is its since instant,
 	// zero for every dead letter.
 	BulkReplay
+	// MissingReplay: an operator asked the platform to give the stream's
+	// endpoint every message since Until it missed (replay-missing).
+	MissingReplay
 )
 
 var kindNames = [...]string{
@@ -106,11 +109,11 @@ var kindNames = [...]string{
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
 	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
 	Paused: "paused", Resumed: "resumed", LeaseDropped: "lease-dropped",
-	Fanned: "fanned", BulkReplay: "bulk-replay",
+	Fanned: "fanned", BulkReplay: "bulk-replay", MissingReplay: "missing-replay",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= BulkReplay {
+	if k >= Acked && k <= MissingReplay {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -214,6 +217,11 @@ const (
 	DiscardFenced = "fenced"
 	// DiscardUnverified prefixes the reason a delivery did not verify.
 	DiscardUnverified = "unverified"
+	// DiscardRejected: the receiver answered attempt Attempt with a
+	// status its endpoint's status policy rejects at once
+	// (platform.StatusPolicy), and that answer came back: the channel
+	// must report it refused.
+	DiscardRejected = "rejected"
 )
 
 // Add appends an entry, numbering it.

@@ -87,14 +87,18 @@ func randomRun(seed uint64) Run {
 }
 
 // platformize makes run a platform stream's log: each event fanned
-// first, subscribed or not; some pauses are an endpoint's disables; some
-// replays are a bulk replay's, since a drawn instant.
+// first, subscribed, missed or not; some pauses are an endpoint's
+// disables; some replays are a bulk replay's, since a drawn instant; some
+// offers follow a replay-missing since a drawn instant.
 func platformize(run *Run, rng *rand.Rand) {
 	var out []Entry
 	for i := range 5 {
 		detail := FanSubscribed
-		if rng.IntN(4) == 0 {
+		switch rng.IntN(6) {
+		case 0:
 			detail = FanUnsubscribed
+		case 1:
+			detail = FanMissed
 		}
 		out = append(out, Entry{At: epochR, Kind: Fanned, ID: fmt.Sprintf("e%d", i+1), Detail: detail})
 	}
@@ -102,6 +106,9 @@ func platformize(run *Run, rng *rand.Rand) {
 		switch {
 		case (e.Kind == Paused || e.Kind == Resumed) && rng.IntN(2) == 0:
 			e.Detail = PauseDisabled
+		case e.Kind == Offered && rng.IntN(3) == 0:
+			since := epochR.Add(time.Duration(rng.Int64N(int64(e.At.Sub(epochR) + 1))))
+			out = append(out, Entry{At: e.At, Kind: MissingReplay, Worker: "operator", Until: since})
 		case e.Kind == Replayed && rng.IntN(2) == 0:
 			since := epochR.Add(time.Duration(rng.Int64N(int64(e.At.Sub(epochR) + 1))))
 			e.Worker = "bulk"

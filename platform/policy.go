@@ -82,7 +82,11 @@ func StreamPolicy(ctx context.Context, st Store, base machine.Config, stream str
 	case !ep.Enabled && !plant.On(plant.DisabledEndpointServed):
 		return machine.Config{}, fmt.Errorf("%w: endpoint %q", ErrDisabled, stream)
 	}
-	return EndpointPolicy(base, ep), nil
+	p := EndpointPolicy(base, ep)
+	if plant.On(plant.EndpointRetryDropped) {
+		p.MaxAttempts, p.BaseBackoff, p.MaxBackoff = base.MaxAttempts, base.BaseBackoff, base.MaxBackoff
+	}
+	return p, nil
 }
 
 // StatusPolicy is what e's HTTP channel rejects at once (a dead letter,
@@ -90,7 +94,7 @@ func StreamPolicy(ctx context.Context, st Store, base machine.Config, stream str
 // RejectStatuses is nil: httpchannel.DefaultStatusPolicy (410 only). The
 // channel classifies statuses; the platform only keeps the list.
 func StatusPolicy(e Endpoint) *httpchannel.StatusPolicy {
-	if e.RejectStatuses == nil {
+	if e.RejectStatuses == nil || plant.On(plant.RejectStatusesDropped) {
 		return nil
 	}
 	return &httpchannel.StatusPolicy{RejectOn: slices.Clone(e.RejectStatuses)}

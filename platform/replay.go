@@ -87,7 +87,7 @@ func replayDeadPage(ctx context.Context, st store.Store, stream string, since ti
 // false if ctx ended during its replay (not counted: its outcome is
 // unknown).
 func replayOne(ctx context.Context, st store.Store, rec store.Record, by string, resume bool, page *ReplayedPage) bool {
-	if resume && replayedBy(rec, by) {
+	if resume && replayedBy(rec, by) && !plant.On(plant.ResumeReplaysAgain) {
 		page.Listed++
 		page.Again++
 		return true

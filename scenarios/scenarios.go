@@ -302,7 +302,7 @@ func All() []Scenario {
 				return c
 			},
 		},
-	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout())...)
+	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout(), platformOps())...)
 }
 
 // ClusterBase is Base with three workers sharing one store: 2s leases,

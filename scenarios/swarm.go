@@ -21,7 +21,7 @@ import (
 // clock steps and the operator existed, the second ("swarm-faults")
 // those, the third ("swarm-http") whether the sends go through the real
 // HTTP channel and receiver kit, the fourth ("swarm-platform") whether a
-// world without HTTP publishes through the platform's fan-out, the last
+// world publishes through the platform's fan-out, the last
 // ("swarm-slow") slow store calls. A seed's earlier passes are then what
 // they always were, and a seed a later pass gives nothing runs the world
 // it ran before.

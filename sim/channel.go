@@ -35,7 +35,7 @@ func (s *sim) send(n *node, x worker.Send) {
 	s.sends[f.event]++ // the event's Sent entries (result)
 	attempt := x.Attempt.Attempt
 	if s.http != nil {
-		f.ch, f.sentAt = s.http.sender(), s.clock(n)
+		f.ch, f.sentAt = s.http.sender(s.streamIndex(x.Stream)), s.clock(n)
 	}
 	s.later(n, s.elapsed+c.ClientTimeout, func() { s.answer(f, machine.OutcomeTimedOut, 0, "client timeout") })
 	switch {
@@ -165,6 +165,11 @@ func (s *sim) arriveHTTP(f *flight) {
 		panic("sim: a request reached the receiver kit and got no verdict")
 	}
 	s.received(f, v, s.http.why)
+	if (v == rejectedPoison || v == rejectedStubborn) && !f.lose && s.http.rejects(s.streamIndex(f.x.Stream)) {
+		// The answer comes back, and the endpoint's policy rejects it at
+		// once: the channel must report it refused (channel-true).
+		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: f.x.ID, Seq: f.x.Seq, Attempt: f.x.Attempt.Attempt, Detail: invariants.DiscardRejected})
+	}
 	if f.lose {
 		s.note(nil, opLostAck, str(f.x.ID), num(f.x.Attempt.Attempt))
 		s.coverEvent(FaultLostAck, f.event)

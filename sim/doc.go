@@ -58,12 +58,16 @@
 //     as SQLite (sim/sqlsim).
 //   - The platform: with World.Platform, messages are published through
 //     the production platform.Service on platmem to 2 to 4 endpoints, each
-//     its own stream with its own filter, outages, flapping and rate
-//     limit; the workers' Policy is platform.StreamPolicy. Publishes crash
-//     mid fan-out and are finished by Service.Redrive; the operator
-//     disables and enables endpoints through the platform store and
-//     replays an endpoint's dead letters in bulk through
-//     platform.ReplayDeadPage (platform.go).
+//     its own stream with its own filter, outages, flapping, rate limit
+//     and retry policy (platform.EndpointPolicy, by which the checker
+//     judges its stream); the workers' Policy is platform.StreamPolicy.
+//     Publishes crash mid fan-out and are finished by Service.Redrive; the
+//     operator creates endpoints late and replays what they missed
+//     (Service.ReplayMissing), disables and enables endpoints through the
+//     platform store, and replays an endpoint's dead letters in bulk
+//     through platform.ReplayDeadPage, or as a job in the platform store
+//     whose serve crashes and that another resumes from its cursor
+//     (platform.ResumeDeadPage) (platform.go).
 //   - Producer: enqueues each event, resends it (same ID) if no
 //     acknowledgement comes within AckTimeout, optionally sends it twice.
 //     The first node is its host and is notified, as Service.Publish

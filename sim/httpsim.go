@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/webhook"
 	"github.com/courierlab/courier/webhook/httpchannel"
 	kit "github.com/courierlab/courier/webhook/receiver"
@@ -51,11 +53,13 @@ var (
 // for each signing secret and a kit handler for each set of secrets it
 // accepts, all kits sharing one deduplication store.
 type httpParts struct {
-	s         *sim
-	r         *rand.Rand // the stream "http": reset or hang, the secrets
-	rot       Rotation
-	sendOld   *httpchannel.Channel
-	sendNew   *httpchannel.Channel // nil without a rotation
+	s   *sim
+	r   *rand.Rand // the stream "http": reset or hang, the secrets
+	rot Rotation
+	// sendOld and sendNew are by stream (nil sendNew without a rotation):
+	// a platform world's endpoints each have their own status policy.
+	sendOld   []*httpchannel.Channel
+	sendNew   []*httpchannel.Channel
 	kitOld    http.Handler
 	kitBoth   http.Handler
 	kitNew    http.Handler
@@ -78,11 +82,11 @@ func newHTTP(s *sim) *httpParts {
 		h.retryHint = strconv.FormatInt(int64((ra+time.Second-1)/time.Second), 10) // delay-seconds, rounded up
 	}
 	old, nu := h.secret(), h.secret()
-	h.sendOld = h.channel(old)
+	h.sendOld = h.channels(old)
 	store := kit.NewMemory()
 	h.kitOld = h.kit(store, old)
 	if h.rot.Add > 0 {
-		h.sendNew = h.channel(nu)
+		h.sendNew = h.channels(nu)
 		h.kitBoth = h.kit(store, old, nu)
 		h.kitNew = h.kit(store, nu)
 	}
@@ -100,18 +104,42 @@ func (h *httpParts) secret() string {
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// channels are the real HTTP channels signing with secret, by stream:
+// one for every stream, or in a platform world one for each endpoint,
+// with its status policy (platform.StatusPolicy, as courier serve builds
+// it).
+func (h *httpParts) channels(secret string) []*httpchannel.Channel {
+	chs := make([]*httpchannel.Channel, len(h.s.streams))
+	for i := range chs {
+		switch {
+		case h.s.plat != nil:
+			chs[i] = h.channel(secret, platform.StatusPolicy(h.s.w.platformEndpoint(i)))
+		case i == 0:
+			chs[i] = h.channel(secret, nil)
+		default:
+			chs[i] = chs[0]
+		}
+	}
+	return chs
+}
+
 // channel is the real HTTP channel signing with secret, on this
-// transport. Its AttemptTimeout is a day, never reached: the simulator
-// times attempts out itself (Channel.ClientTimeout), and the round trip
-// takes no virtual time. A fencing receiver's 409 rejects at once, as
-// the fake receiver's refusal does.
-func (h *httpParts) channel(secret string) *httpchannel.Channel {
+// transport, rejecting at once what policy says (nil: 410 only). Its
+// AttemptTimeout is a day, never reached: the simulator times attempts
+// out itself (Channel.ClientTimeout), and the round trip takes no
+// virtual time. A fencing receiver's 409 rejects at once too, as the
+// fake receiver's refusal does.
+func (h *httpParts) channel(secret string, policy *httpchannel.StatusPolicy) *httpchannel.Channel {
 	cfg := httpchannel.Config{
 		Endpoint: endpoint, Secrets: []string{secret}, AttemptTimeout: 24 * time.Hour,
-		Now: func() time.Time { return h.signAt }, Transport: h, Logger: quiet,
+		Now: func() time.Time { return h.signAt }, Transport: h, Logger: quiet, StatusPolicy: policy,
 	}
 	if h.s.w.Receiver.Fence {
-		cfg.StatusPolicy = &httpchannel.StatusPolicy{RejectOn: []int{http.StatusConflict, http.StatusGone}}
+		rejects := []int{http.StatusGone}
+		if policy != nil {
+			rejects = policy.RejectOn
+		}
+		cfg.StatusPolicy = &httpchannel.StatusPolicy{RejectOn: append([]int{http.StatusConflict}, rejects...)}
 	}
 	ch, err := httpchannel.New(cfg)
 	if err != nil {
@@ -144,12 +172,19 @@ func (h *httpParts) kitWindow() time.Duration {
 		w.Channel.LateDelay + 2*w.Channel.LatencyMax + time.Minute
 }
 
-// sender is the channel that signs a request sent now.
-func (h *httpParts) sender() *httpchannel.Channel {
+// sender is the channel that signs a request of stream i sent now.
+func (h *httpParts) sender(i int) *httpchannel.Channel {
 	if h.sendNew != nil && h.s.elapsed >= h.rot.Switch {
-		return h.sendNew
+		return h.sendNew[i]
 	}
-	return h.sendOld
+	return h.sendOld[i]
+}
+
+// rejects reports whether stream i's channel rejects the receiver's
+// answer to a poison or stubborn event at once: its endpoint's status
+// policy lists it.
+func (h *httpParts) rejects(i int) bool {
+	return h.s.plat != nil && slices.Contains(h.s.w.Platform.Endpoints[i].RejectStatuses, h.reject)
 }
 
 // receiverKit is the kit as it stands now: the secrets it accepts.
@@ -243,5 +278,5 @@ func (h *httpParts) send(f *flight, mode trip) channel.Outcome {
 // probe makes a probe's round trip as mode says.
 func (h *httpParts) probe(p *probing, mode trip) channel.Outcome {
 	h.mode, h.signAt, h.verdict = mode, p.sentAt, 0
-	return h.sender().Probe(bg, p.p.Stream)
+	return h.sender(h.s.streamIndex(p.p.Stream)).Probe(bg, p.p.Stream)
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -47,6 +48,8 @@ type Platform struct {
 	// Replays are the operator's bulk replays of an endpoint's dead
 	// letters.
 	Replays []BulkReplay
+	// Missing are the operator's replays of missed messages.
+	Missing []MissingReplay
 }
 
 // PlatformEndpoint is one endpoint of a platform world.
@@ -61,6 +64,31 @@ type PlatformEndpoint struct {
 	// Disables are when the operator has it disabled, [From, To), in
 	// order and apart.
 	Disables []Window
+	// MaxAttempts, BaseBackoff and MaxBackoff are its retry policy, as
+	// the API sets it (platform.Endpoint; 0: the world's Policy's):
+	// platform.EndpointPolicy gives its stream the policy the checker
+	// judges it by.
+	MaxAttempts             int
+	BaseBackoff, MaxBackoff time.Duration
+	// RejectStatuses is its status policy (platform.StatusPolicy): in an
+	// HTTP world, the statuses its channel rejects at once; of those the
+	// world's receiver answers, only 422 and HTTP.RejectStatus.
+	RejectStatuses []int
+	// Created is when the operator creates it (0: before the first
+	// publish): the messages published before it are missed, and reach
+	// it only from a replay-missing (Platform.Missing).
+	Created time.Duration
+}
+
+// MissingReplay is an operator's replay of the messages endpoint
+// Endpoint missed (platform.Service.ReplayMissing) since Since, at At.
+type MissingReplay struct {
+	Endpoint  int
+	At, Since time.Duration
+}
+
+func (m MissingReplay) String() string {
+	return fmt.Sprintf("ep%d@%v/since=%v", m.Endpoint, m.At, m.Since)
 }
 
 // BulkReplay is an operator's bulk replay of endpoint Endpoint's dead
@@ -69,13 +97,25 @@ type BulkReplay struct {
 	Endpoint  int
 	At, Since time.Duration
 	All       bool
+	// CrashAfter, if above 0, runs the replay as courier serve runs a
+	// job: kept in the platform store, Page dead letters a page, its
+	// cursor saved after each. Its serve crashes after page CrashAfter
+	// (or its last, if it has fewer), before it saves; another serve claims the job once its lease has
+	// ended, Resume later, and goes on from the saved cursor
+	// (platform.ResumeDeadPage).
+	Page, CrashAfter int
+	Resume           time.Duration
 }
 
 func (b BulkReplay) String() string {
+	s := fmt.Sprintf("ep%d@%v/since=%v", b.Endpoint, b.At, b.Since)
 	if b.All {
-		return fmt.Sprintf("ep%d@%v/all", b.Endpoint, b.At)
+		s = fmt.Sprintf("ep%d@%v/all", b.Endpoint, b.At)
 	}
-	return fmt.Sprintf("ep%d@%v/since=%v", b.Endpoint, b.At, b.Since)
+	if b.CrashAfter > 0 {
+		s += fmt.Sprintf("/job:page=%d,crash-after=%d,resume+%v", b.Page, b.CrashAfter, b.Resume)
+	}
+	return s
 }
 
 // On reports whether the world is a platform world.
@@ -98,8 +138,8 @@ func (w World) validatePlatform() error {
 		return bad("Endpoints", "has %d, so Streams (%d) must be %d and Events (%d) a multiple of it: event i is message i/%d to endpoint i%%%d", e, w.Streams, e, w.Events, e, e)
 	case len(p.EventTypes) == 0:
 		return bad("EventTypes", "is empty")
-	case w.HTTP.On || len(w.Operator.Pauses) > 0:
-		return bad("Endpoints", "are set: a platform world has no HTTP and no stream pauses (its endpoints are disabled instead)")
+	case len(w.Operator.Pauses) > 0:
+		return bad("Endpoints", "are set: a platform world has no stream pauses (its endpoints are disabled instead)")
 	case !(p.CrashRate >= 0 && p.CrashRate <= 1) || p.MaxCrashes < 0 || p.Redrive < 0:
 		return bad("CrashRate", "is %v, MaxCrashes %d, Redrive %v: a rate within 0..1, counts and delays not negative", p.CrashRate, p.MaxCrashes, p.Redrive)
 	}
@@ -109,10 +149,18 @@ func (w World) validatePlatform() error {
 				return bad("Endpoints", "[%d] filters on %q, which is not one of EventTypes", i, t)
 			}
 		}
-		if ep.RateLimit < 0 || ep.RateLimit > platform.MaxRateLimit {
-			return bad("Endpoints", "[%d].RateLimit is %d; must be within 0..%d", i, ep.RateLimit, platform.MaxRateLimit)
+		if err := w.checkEndpoint(i); err != nil {
+			return bad("Endpoints", "[%d]: %v", i, err)
 		}
-		var last time.Duration
+		for _, code := range ep.RejectStatuses {
+			if !w.HTTP.On || code != 422 && code != w.HTTP.rejectStatus() {
+				return bad("Endpoints", "[%d].RejectStatuses has %d; an HTTP world's endpoint may reject 422 or HTTP.RejectStatus (%d), the statuses only its receiver answers", i, code, w.HTTP.rejectStatus())
+			}
+		}
+		last := ep.Created
+		if ep.Created < 0 || ep.Created > w.FaultsEnd {
+			return bad("Endpoints", "[%d].Created is %v; must be within 0..FaultsEnd (%v)", i, ep.Created, w.FaultsEnd)
+		}
 		for _, win := range slices.Concat(ep.Outages, ep.Flapping) {
 			if win.To < win.From || win.From < 0 || win.To > w.FaultsEnd {
 				return bad("Endpoints", "[%d]: window %v must be a span that ends by FaultsEnd (%v)", i, win, w.FaultsEnd)
@@ -120,7 +168,7 @@ func (w World) validatePlatform() error {
 		}
 		for _, win := range ep.Disables {
 			if win.From < last || win.To <= win.From || win.To > w.FaultsEnd {
-				return bad("Endpoints", "[%d].Disables: %v must follow the one before and end by FaultsEnd (%v)", i, win, w.FaultsEnd)
+				return bad("Endpoints", "[%d].Disables: %v must follow its creation and the one before, and end by FaultsEnd (%v)", i, win, w.FaultsEnd)
 			}
 			last = win.To
 		}
@@ -128,6 +176,14 @@ func (w World) validatePlatform() error {
 	for _, b := range p.Replays {
 		if b.Endpoint < 0 || b.Endpoint >= e || b.At < 0 || b.At > w.FaultsEnd || b.Since < 0 || b.Since > b.At {
 			return bad("Replays", "%v must name an endpoint, come by FaultsEnd (%v), and since no later than it", b, w.FaultsEnd)
+		}
+		if b.CrashAfter < 0 || b.CrashAfter > 0 && (b.Page < 1 || b.Page > platform.MaxLimit || b.Resume < 0 || b.At < p.Endpoints[b.Endpoint].Created) {
+			return bad("Replays", "%v: a job's crash after a page count above 0, its Page within 1..%d, its Resume not negative, after its endpoint's creation", b, platform.MaxLimit)
+		}
+	}
+	for _, m := range p.Missing {
+		if m.Endpoint < 0 || m.Endpoint >= e || m.At < p.Endpoints[m.Endpoint].Created || m.At > w.FaultsEnd || m.Since < 0 || m.Since > m.At {
+			return bad("Missing", "%v must name an endpoint, come after its creation and by FaultsEnd (%v), and since no later than it", m, w.FaultsEnd)
 		}
 	}
 	return nil
@@ -143,6 +199,12 @@ func (p Platform) describe() string {
 		if ep.RateLimit > 0 {
 			s += fmt.Sprintf(" rate=%d/s", ep.RateLimit)
 		}
+		if ep.RejectStatuses != nil {
+			s += fmt.Sprintf(" rejects=%v", ep.RejectStatuses)
+		}
+		if ep.MaxAttempts > 0 || ep.BaseBackoff > 0 || ep.MaxBackoff > 0 {
+			s += fmt.Sprintf(" retry=%d@%v..%v", ep.MaxAttempts, ep.BaseBackoff, ep.MaxBackoff)
+		}
 		if len(ep.Outages) > 0 {
 			s += fmt.Sprintf(" outages=%v", ep.Outages)
 		}
@@ -152,6 +214,9 @@ func (p Platform) describe() string {
 		if len(ep.Disables) > 0 {
 			s += fmt.Sprintf(" disabled=%v", ep.Disables)
 		}
+		if ep.Created > 0 {
+			s += fmt.Sprintf(" created@%v", ep.Created)
+		}
 		s += "}"
 	}
 	if p.CrashRate > 0 && p.MaxCrashes > 0 {
@@ -159,6 +224,9 @@ func (p Platform) describe() string {
 	}
 	if len(p.Replays) > 0 {
 		s += fmt.Sprintf(" bulk-replays=%v", p.Replays)
+	}
+	if len(p.Missing) > 0 {
+		s += fmt.Sprintf(" replay-missing=%v", p.Missing)
 	}
 	return s
 }
@@ -172,6 +240,7 @@ type platParts struct {
 	eps     []string       // endpoint IDs, by index
 	index   map[string]int // event index, by delivery ID
 	enabled []bool         // by endpoint, as the operator set it
+	created []bool         // by endpoint: it is in the platform store
 	fanned  []bool         // by message: its fan-out was logged
 
 	publishing int // the message Publish is called for (its ID)
@@ -181,6 +250,9 @@ type platParts struct {
 	crashAt, calls int
 	crashAfter     bool
 	crashes        int
+	// jobs are the bulk replay jobs made, by ID: their BulkReplay's
+	// index and try.
+	jobs map[string][2]int
 }
 
 // crashed is the panic of a publish crashing mid fan-out, which publish
@@ -202,8 +274,8 @@ func (s *sim) initPlatform() {
 	}
 	e := len(p.Endpoints)
 	pp := &platParts{st: platmem.New(func() time.Time { return s.now }), r: stream(s.seed, "platform"),
-		app: fmt.Sprintf("%s_%026d", platform.AppKind, 1), index: map[string]int{},
-		enabled: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
+		app: platformApp, index: map[string]int{}, jobs: map[string][2]int{},
+		enabled: make([]bool, e), created: make([]bool, e), fanned: make([]bool, s.w.Events/e)}
 	s.plat = pp
 	must := func(err error) {
 		if err != nil {
@@ -218,9 +290,9 @@ func (s *sim) initPlatform() {
 	}
 	for i, ep := range p.Endpoints {
 		pp.eps = append(pp.eps, endpointID(i))
-		_, err := pp.st.CreateEndpoint(bg, s.platformEndpoint(i, ep))
-		must(err)
-		pp.enabled[i] = true
+		if ep.Created == 0 {
+			s.createEndpoint(i)
+		}
 		s.streams[i] = platform.StreamOf(pp.eps[i])
 	}
 	clear(s.streamIdx)
@@ -244,22 +316,39 @@ func (s *sim) initPlatform() {
 	}
 }
 
+// platformApp is the ID of a platform world's application.
+var platformApp = fmt.Sprintf("%s_%026d", platform.AppKind, 1)
+
 // platformEndpoint is endpoint i as the platform store keeps it: the
-// world's ordering and window, its own filter and rate limit.
-func (s *sim) platformEndpoint(i int, ep PlatformEndpoint) platform.Endpoint {
-	e := platform.Endpoint{ID: endpointID(i), AppID: s.plat.app, URL: fmt.Sprintf("https://ep%d.example.com/hook", i),
+// world's ordering and window, its own filter, rate limit and retry
+// policy.
+func (w World) platformEndpoint(i int) platform.Endpoint {
+	ep := w.Platform.Endpoints[i]
+	e := platform.Endpoint{ID: endpointID(i), AppID: platformApp, URL: fmt.Sprintf("https://ep%d.example.com/hook", i),
 		EventTypes: ep.EventTypes, Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, Enabled: true,
-		Ordering: platform.Strict, RateLimit: ep.RateLimit}
-	if s.w.Policy.Ordering == machine.Independent {
-		e.Ordering, e.MaxInFlight = platform.Independent, s.w.Policy.Window
+		Ordering: platform.Strict, RateLimit: ep.RateLimit,
+		MaxAttempts: ep.MaxAttempts, BaseBackoff: ep.BaseBackoff, MaxBackoff: ep.MaxBackoff, RejectStatuses: ep.RejectStatuses}
+	if w.Policy.Ordering == machine.Independent {
+		e.Ordering, e.MaxInFlight = platform.Independent, w.Policy.Window
 	}
 	return e
 }
 
+// checkEndpoint checks endpoint i as the API would (platform.CheckEndpoint)
+// and the policy it gives its stream over the world's (a backoff of the
+// endpoint's own against the world's other bound).
+func (w World) checkEndpoint(i int) error {
+	e := w.platformEndpoint(i)
+	if err := platform.CheckEndpoint(e); err != nil {
+		return err
+	}
+	return platform.EndpointPolicy(w.Policy, e).Validate()
+}
+
 // endpointPolicy is endpoint i's stream's policy, as StreamPolicy gives
-// it while the endpoint is enabled.
+// it while the endpoint is enabled: what the checker judges the stream by.
 func (s *sim) endpointPolicy(i int) machine.Config {
-	return platform.EndpointPolicy(s.w.Policy, s.platformEndpoint(i, s.w.Platform.Endpoints[i]))
+	return platform.EndpointPolicy(s.w.Policy, s.w.platformEndpoint(i))
 }
 
 // platformBounds adds each endpoint's disables to its stream's slack, as
@@ -315,7 +404,19 @@ func (s *sim) startPublishes() time.Duration {
 		}
 	}
 	for k, b := range p.Replays {
+		if b.CrashAfter > 0 {
+			s.q.schedule(b.At, func() { s.startJob(k, b, 1) })
+			continue
+		}
 		s.q.schedule(b.At, func() { s.bulkReplay(k, b) })
+	}
+	for i, ep := range p.Endpoints {
+		if ep.Created > 0 {
+			s.q.schedule(ep.Created, func() { s.createEndpoint(i) })
+		}
+	}
+	for _, m := range p.Missing {
+		s.q.schedule(m.At, func() { s.replayMissing(m) })
 	}
 	return at
 }
@@ -337,8 +438,11 @@ func (s *sim) publish(m, copy int) {
 		pp.fanned[m] = true
 		for e, ep := range p.Endpoints {
 			detail := invariants.FanUnsubscribed
-			if pp.enabled[e] && (len(ep.EventTypes) == 0 || slices.Contains(ep.EventTypes, typ)) {
+			switch takes := len(ep.EventTypes) == 0 || slices.Contains(ep.EventTypes, typ); {
+			case takes && pp.created[e] && pp.enabled[e]:
 				detail = invariants.FanSubscribed
+			case takes:
+				detail = invariants.FanMissed
 			}
 			s.observeIn(e, invariants.Entry{Kind: invariants.Fanned, ID: s.ids[m*len(p.Endpoints)+e], Detail: detail})
 		}
@@ -569,4 +673,149 @@ func (s *sim) offers() int {
 		return 0
 	}
 	return s.w.Events
+}
+
+// createEndpoint creates endpoint i in the platform store, as the API
+// does: from now on the publishes fan out to it.
+func (s *sim) createEndpoint(i int) {
+	pp := s.plat
+	if _, err := pp.st.CreateEndpoint(bg, s.w.platformEndpoint(i)); err != nil {
+		panic(fmt.Sprintf("sim: seed %d: creating endpoint %d: %v", s.seed, i, err))
+	}
+	pp.created[i], pp.enabled[i] = true, true
+	if s.w.Platform.Endpoints[i].Created > 0 {
+		s.coverAll(FaultOperator)
+		s.note(nil, opPlatform, str("create"), str(pp.eps[i]))
+	}
+}
+
+// replayMissing is the operator's replay of the messages an endpoint
+// missed since m.Since, through the production Service.ReplayMissing; a
+// delivery whose enqueue the store refused is left to the re-drive, as
+// ReplayMissing says. The log's MissingReplay comes first, so that the
+// checker knows what is wanted before it is enqueued.
+func (s *sim) replayMissing(m MissingReplay) {
+	pp := s.plat
+	since := Epoch.Add(m.Since)
+	s.coverAll(FaultOperator)
+	s.observeIn(m.Endpoint, invariants.Entry{Kind: invariants.MissingReplay, Worker: operatorBy, Until: since})
+	pp.crashAt = 0 // the operator's call does not crash
+	added, pending, err := pp.svc.ReplayMissing(bg, pp.app, pp.eps[m.Endpoint], since)
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: replay-missing %v: %v", s.seed, m, err))
+	}
+	s.note(nil, opPlatform, str("replay-missing"), str(fmt.Sprintf("%s since %v: %d added, %d pending", pp.eps[m.Endpoint], m.Since, added, pending)))
+	if pending > 0 {
+		s.q.schedule(s.elapsed+max(s.w.Platform.Redrive, minRedrive), s.redrive)
+	}
+}
+
+// Bulk replay jobs (BulkReplay.CrashAfter), as courier serve runs them
+// (cmd/courier's replays): a job in the platform store, its pages replayed
+// by platform.ResumeDeadPage under the job's name, its cursor saved after
+// each page. Here its first serve crashes after a page and before its
+// save; a second serve claims the job when its lease has ended and goes on
+// from the cursor, so that page is listed again: what it replayed and is
+// dead again must not be replayed twice (replay-since).
+const (
+	jobServe1, jobServe2 = "serve-1", "serve-2"
+)
+
+// startJob creates bulk replay k's job (try counts the jobs created for
+// it) and runs it. The endpoint running a job already (another replay's,
+// interrupted), the operator asks again a second later.
+func (s *sim) startJob(k int, b BulkReplay, try int) {
+	pp := s.plat
+	var since time.Time
+	if !b.All {
+		since = Epoch.Add(b.Since)
+	}
+	id := fmt.Sprintf("%s_%026d", platform.ReplayJobKind, (k+1)*1000+try)
+	j, err := pp.st.CreateReplayJob(bg, platform.ReplayJob{ID: id, AppID: pp.app, EndpointID: pp.eps[b.Endpoint], Since: since, Owner: jobServe1}, s.w.LeaseTTL())
+	if errors.Is(err, platform.ErrConflict) {
+		s.note(nil, opOperatorRefused, str("bulk-replay-job"), str(s.streams[b.Endpoint]), str(err.Error()))
+		s.q.schedule(s.elapsed+time.Second, func() { s.startJob(k, b, try+1) })
+		return
+	}
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: bulk replay job %v: %v", s.seed, b, err))
+	}
+	pp.jobs[j.ID] = [2]int{k, try}
+	s.coverAll(FaultOperator)
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: jobBy(j), Until: since, Detail: invariants.BulkBegin})
+	s.runJob(k, b, j, try, b.CrashAfter)
+}
+
+func jobBy(j platform.ReplayJob) string { return "replay " + j.ID }
+
+// runJob runs job j of bulk replay k a page at a time, back to back; its
+// serve crashes after page crashAfter (0: never) before it saves. A page
+// the store does not let finish ends the job failed, and the operator
+// starts a new one a second later, as for a bulk replay (bulkReplay).
+func (s *sim) runJob(k int, b BulkReplay, j platform.ReplayJob, try, crashAfter int) {
+	by := jobBy(j)
+	for pages := 1; ; pages++ {
+		page, err := platform.ResumeDeadPage(bg, s.store, s.streams[b.Endpoint], j.Since, j.Cursor, b.Page, by)
+		if err == nil && page.Failed > 0 {
+			err = page.Errors[0]
+		}
+		for _, rec := range page.Replayed {
+			s.replayed(rec, by)
+		}
+		switch {
+		case err != nil:
+			s.note(nil, opOperatorRefused, str("bulk-replay-job"), str(j.ID), str(err.Error()))
+			j.State, j.Error = platform.JobFailed, err.Error()
+			s.endJob(b, s.saveJob(j), invariants.BulkFailed)
+			s.q.schedule(s.elapsed+time.Second, func() { s.startJob(k, b, try+1) })
+			return
+		case pages == crashAfter || page.Last && pages < crashAfter: // its last page may be the one: it dies before it saves the job done
+			s.note(nil, opPlatform, str("job-crash"), str(fmt.Sprintf("%s: its serve crashed after page %d, its cursor saved at %d", j.ID, pages, j.Cursor)))
+			s.q.schedule(s.elapsed+s.w.LeaseTTL()+b.Resume+time.Millisecond, s.resumeJobs)
+			return
+		}
+		j.Cursor = page.Next
+		j.Listed, j.Replayed = j.Listed+page.Listed, j.Replayed+len(page.Replayed)+page.Again
+		if page.Last {
+			j.State = platform.JobDone
+			s.endJob(b, s.saveJob(j), invariants.BulkEnd)
+			return
+		}
+		j = s.saveJob(j)
+	}
+}
+
+// saveJob saves job j's progress under its owner's lease, as the job's
+// serve does after each page; the owner holds it (nothing else runs
+// between its pages).
+func (s *sim) saveJob(j platform.ReplayJob) platform.ReplayJob {
+	saved, err := s.plat.st.SaveReplayJob(bg, j, s.w.LeaseTTL())
+	if err != nil {
+		panic(fmt.Sprintf("sim: seed %d: saving bulk replay job %s: %v", s.seed, j.ID, err))
+	}
+	return saved
+}
+
+// endJob logs the end of job j: done, or failed.
+func (s *sim) endJob(b BulkReplay, j platform.ReplayJob, end string) {
+	s.note(nil, opPlatform, str("job-"+string(j.State)), str(fmt.Sprintf("%s: listed %d, replayed %d", j.ID, j.Listed, j.Replayed)))
+	s.observeIn(b.Endpoint, invariants.Entry{Kind: invariants.BulkReplay, Worker: jobBy(j), Until: j.Since, Detail: end})
+}
+
+// resumeJobs is the second serve claiming each job whose serve crashed
+// and whose lease has ended, as courier serve's claim loop does, and
+// running it from its saved cursor.
+func (s *sim) resumeJobs() {
+	for {
+		j, ok, err := s.plat.st.ClaimReplayJob(bg, jobServe2, s.w.LeaseTTL())
+		if err != nil {
+			panic(fmt.Sprintf("sim: seed %d: claiming a bulk replay job: %v", s.seed, err))
+		}
+		if !ok {
+			return
+		}
+		ref := s.plat.jobs[j.ID]
+		s.note(nil, opPlatform, str("job-resumed"), str(fmt.Sprintf("%s by %s from cursor %d", j.ID, jobServe2, j.Cursor)))
+		s.runJob(ref[0], s.w.Platform.Replays[ref[0]], j, ref[1], 0)
+	}
 }

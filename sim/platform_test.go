@@ -5,10 +5,13 @@ package sim_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/sim"
 )
@@ -33,6 +36,34 @@ func TestPlatformWorldValidate(t *testing.T) {
 			w.Platform.Endpoints[0].Disables = []sim.Window{{From: 2 * time.Second, To: 3 * time.Second}, {From: time.Second, To: 4 * time.Second}}
 		}},
 		{"replay", "Platform.Replays", func(w *sim.World) { w.Platform.Replays = []sim.BulkReplay{{Endpoint: 2, At: time.Second}} }},
+		{"created", "Created", func(w *sim.World) { w.Platform.Endpoints[1].Created = 6 * time.Second }},
+		{"disabled before created", "Disables", func(w *sim.World) {
+			w.Platform.Endpoints[1].Created = 2 * time.Second
+			w.Platform.Endpoints[1].Disables = []sim.Window{{From: time.Second, To: 3 * time.Second}}
+		}},
+		{"missing before created", "Platform.Missing", func(w *sim.World) {
+			w.Platform.Endpoints[1].Created = 2 * time.Second
+			w.Platform.Missing = []sim.MissingReplay{{Endpoint: 1, At: time.Second}}
+		}},
+		{"missing since after at", "Platform.Missing", func(w *sim.World) {
+			w.Platform.Missing = []sim.MissingReplay{{Endpoint: 0, At: time.Second, Since: 2 * time.Second}}
+		}},
+		{"job page", "Platform.Replays", func(w *sim.World) {
+			w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: time.Second, All: true, CrashAfter: 1}}
+		}},
+		{"reject statuses without HTTP", "RejectStatuses", func(w *sim.World) { w.Platform.Endpoints[0].RejectStatuses = []int{422} }},
+		{"a reject status the receiver does not answer", "RejectStatuses", func(w *sim.World) {
+			w.HTTP = sim.HTTP{On: true, RejectStatus: 503}
+			w.Platform.Endpoints[0].RejectStatuses = []int{502}
+		}},
+		{"rate limit", "rate_limit", func(w *sim.World) { w.Platform.Endpoints[1].RateLimit = -1 }},
+		{"max attempts", "max_attempts", func(w *sim.World) { w.Platform.Endpoints[1].MaxAttempts = 101 }},
+		{"backoff below the world's", "MaxBackoff", func(w *sim.World) {
+			// The API's check passes (its defaults start at 1s); the
+			// stream's policy over the world's base does not.
+			w.Policy.BaseBackoff = 2 * time.Second
+			w.Platform.Endpoints[1].MaxBackoff = time.Second
+		}},
 	} {
 		w := good()
 		c.edit(&w)
@@ -96,5 +127,123 @@ func TestPlatformCrashesAreRedriven(t *testing.T) {
 	if len(r.Violations) > 0 || crashes != 4 || r.Stats.Applied != 8 || r.Stats.AppliedTwice != 0 {
 		t.Fatalf("crashes %d, applied %d (twice %d), violations %v; want 4 crashes and all 8 deliveries applied once",
 			crashes, r.Stats.Applied, r.Stats.AppliedTwice, r.Violations)
+	}
+}
+
+// An endpoint created after every publish gets the messages it missed
+// from a replay-missing, each applied once, and a second ask adds
+// nothing; one since after some of them gets only those.
+func TestPlatformReplayMissing(t *testing.T) {
+	for _, c := range []struct {
+		since       time.Duration
+		wantAdded   string
+		wantApplied int
+	}{
+		{0, "4 added", 8},
+		{4*time.Second - 1, "0 added", 4}, // every message was published before 4 s
+	} {
+		w := platformTestWorld()
+		w.Platform.Endpoints[1].Created = 4 * time.Second
+		w.Platform.Missing = []sim.MissingReplay{{Endpoint: 1, At: 4 * time.Second, Since: c.since}, {Endpoint: 1, At: 5 * time.Second, Since: c.since}}
+		r, err := sim.Run(w, 5, sim.Options{Trace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asks []string
+		for _, line := range r.Trace {
+			if _, after, ok := strings.Cut(line, "platform replay-missing: "); ok {
+				_, added, _ := strings.Cut(after, ": ")
+				asks = append(asks, added)
+			}
+		}
+		want := []string{c.wantAdded + ", 0 pending", "0 added, 0 pending"}
+		if len(r.Violations) > 0 || !slices.Equal(asks, want) || r.Stats.Applied != c.wantApplied || r.Stats.AppliedTwice != 0 {
+			t.Errorf("since %v: asks %q, applied %d (twice %d), violations %v; want asks %q and %d applied once",
+				c.since, asks, r.Stats.Applied, r.Stats.AppliedTwice, r.Violations, want, c.wantApplied)
+		}
+	}
+}
+
+// A bulk replay job whose serve crashes after its first page, before it
+// saves, is resumed by another serve from its saved cursor once its lease
+// has ended: it lists that page again, and the dead letter it replayed
+// there, dead again (poison), is not replayed twice (replay-since judges
+// it); the next one is replayed once.
+func TestPlatformJobResumedAfterACrash(t *testing.T) {
+	w := platformTestWorld()
+	w.Policy.MaxAttempts, w.Policy.BaseBackoff, w.Policy.MaxBackoff = 2, 100*time.Millisecond, 100*time.Millisecond
+	w.Receiver.Poison = []string{"e001", "e003"} // messages 0 and 1 to endpoint 0
+	w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: 4 * time.Second, All: true, Page: 1, CrashAfter: 1, Resume: 5 * time.Second}}
+	r, err := sim.Run(w, 9, sim.Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, line := range r.Trace {
+		if _, after, ok := strings.Cut(line, "platform job-"); ok {
+			jobs = append(jobs, after)
+		}
+	}
+	want := []string{
+		"crash: rpl_00000000000000000000001001: its serve crashed after page 1, its cursor saved at 0",
+		"resumed: rpl_00000000000000000000001001 by serve-2 from cursor 0",
+		"done: rpl_00000000000000000000001001: listed 2, replayed 2",
+	}
+	if len(r.Violations) > 0 || !slices.Equal(jobs, want) {
+		t.Fatalf("job lines %q, violations %v; want %q and none", jobs, r.Violations, want)
+	}
+}
+
+// A job whose page the store refuses (a store outage) ends failed, and
+// the operator starts a new job, by another name, a second later, until
+// the outage has ended; replay-since judges each by its own name.
+func TestPlatformJobRefusedByTheStore(t *testing.T) {
+	w := platformTestWorld()
+	w.Policy.MaxAttempts, w.Policy.BaseBackoff, w.Policy.MaxBackoff = 2, 100*time.Millisecond, 100*time.Millisecond
+	w.Receiver.Poison = []string{"e001", "e003"}
+	w.Cluster = sim.Cluster{Workers: 2, LeaseTTL: 2 * time.Second, Poll: 500 * time.Millisecond,
+		StoreOutages: []sim.Window{{From: 3500 * time.Millisecond, To: 4900 * time.Millisecond}}}
+	w.Platform.Replays = []sim.BulkReplay{{Endpoint: 0, At: 4 * time.Second, All: true, Page: 1, CrashAfter: 1, Resume: time.Second}}
+	r, err := sim.Run(w, 9, sim.Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, line := range r.Trace {
+		if _, after, ok := strings.Cut(line, "platform job-"); ok {
+			jobs = append(jobs, after)
+		}
+	}
+	if len(r.Violations) > 0 || len(jobs) < 4 || !strings.HasPrefix(jobs[0], "failed: rpl_00000000000000000000001001") ||
+		!strings.HasPrefix(jobs[len(jobs)-1], "done: ") {
+		t.Fatalf("job lines %q, violations %v; want the first job failed, a later one done, none", jobs, r.Violations)
+	}
+}
+
+// In an HTTP world, an endpoint whose status policy rejects the status
+// the receiver answers a poison event with dead-letters it at once,
+// rejected, through the real channel; the other endpoint retries it to
+// its budget. The checker holds the channel to it (channel-true).
+func TestPlatformHTTPRejectStatuses(t *testing.T) {
+	w := platformTestWorld()
+	w.HTTP = sim.HTTP{On: true, RejectStatus: 503}
+	w.Policy.MaxAttempts, w.Policy.BaseBackoff, w.Policy.MaxBackoff = 3, 100*time.Millisecond, 100*time.Millisecond
+	w.Receiver.Poison = []string{"e001", "e002"} // message 0 to endpoints 0 and 1
+	w.Platform.Endpoints[0].RejectStatuses = []int{422, 503}
+	r, err := sim.Run(w, 4, sim.Options{Logs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, run := range r.Runs {
+		for _, e := range run.Entries {
+			if e.Kind == invariants.Persisted && e.Record.State == machine.Dead {
+				got = append(got, fmt.Sprintf("ep%d %s after %d", i, e.Record.Reason, e.Record.Attempts))
+			}
+		}
+	}
+	want := []string{"ep0 rejected after 1", "ep1 exhausted after 3"}
+	if len(r.Violations) > 0 || !slices.Equal(got, want) {
+		t.Fatalf("dead letters %q, violations %v; want %q and none", got, r.Violations, want)
 	}
 }

@@ -18,6 +18,23 @@ const (
 	// ReplaySinceIgnored: a bulk replay since an instant replays every
 	// dead letter of the endpoint (platform.ReplayDeadPage).
 	ReplaySinceIgnored Bug = "replay-since-ignored"
+	// EndpointRetryDropped: the endpoints' policy drops an endpoint's
+	// retry policy (max attempts and backoff) and hands its stream the
+	// base policy's (platform.StreamPolicy).
+	EndpointRetryDropped Bug = "endpoint-retry-dropped"
+	// MissingIgnoresSince: a replay of missing messages gives the
+	// endpoint every message it missed, however old
+	// (platmem.Store.AddMissing).
+	MissingIgnoresSince Bug = "missing-ignores-since"
+	// ResumeReplaysAgain: a bulk replay job resumed after a crash
+	// replays again a dead letter it replayed before the crash that died
+	// again since (platform.ResumeDeadPage without its once-per-job
+	// check).
+	ResumeReplaysAgain Bug = "resume-replays-again"
+	// RejectStatusesDropped: an endpoint's reject statuses never reach
+	// its HTTP channel, which retries what the endpoint said to reject at
+	// once (platform.StatusPolicy).
+	RejectStatusesDropped Bug = "reject-statuses-dropped"
 )
 
 func init() {
@@ -26,6 +43,10 @@ func init() {
 		FilterIgnored:          "fanout-only-subscribed",
 		DisabledEndpointServed: "disabled-gets-nothing",
 		ReplaySinceIgnored:     "replay-since",
+		EndpointRetryDropped:   "retry-timing",
+		MissingIgnoresSince:    "replay-missing",
+		ResumeReplaysAgain:     "replay-since",
+		RejectStatusesDropped:  "channel-true",
 	} {
 		Expected[bug] = rule
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/platform"
 )
 
@@ -22,7 +23,7 @@ func (s *Store) AddMissing(ctx context.Context, app, ep string, since time.Time,
 		return nil, notFound("endpoint", ep)
 	}
 	chosen := page(s.messages, "", len(s.messages), func(m platform.Message) bool {
-		return m.AppID == app && !m.CreatedAt.Before(since) && e.Subscribes(m.EventType) &&
+		return m.AppID == app && (!m.CreatedAt.Before(since) || plant.On(plant.MissingIgnoresSince)) && e.Subscribes(m.EventType) &&
 			!slices.ContainsFunc(m.Fanout, func(f platform.Fanout) bool { return f.EndpointID == ep })
 	})
 	out := []platform.Message{}
