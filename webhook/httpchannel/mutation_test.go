@@ -2,8 +2,8 @@
 // implicit: a caller's TLS MinVersion is kept (never lowered to the
 // default), an event without a sequence sends no courier-sequence header,
 // the operator's detail keeps a redirect target's spaces and masks only
-// control bytes, and the User-Agent carries courier's module version as
-// the build recorded it.
+// control bytes, the User-Agent carries courier's module version as
+// the build recorded it, and idle connections are not kept for ever.
 package httpchannel
 
 import (
@@ -150,5 +150,19 @@ func TestTLSMinVersionFloorIsTLS12(t *testing.T) {
 	cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS11}
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "TLS.MinVersion") {
 		t.Errorf("TLS.MinVersion TLS 1.1: %v, want an error naming TLS.MinVersion", err)
+	}
+}
+
+func TestIdleConnectionsAreDroppedInMinutes(t *testing.T) {
+	// A channel keeps a pool per endpoint; an endpoint that stops
+	// receiving events must not hold its connections until Close. Watching
+	// a real connection close would take the whole idle timeout, so this
+	// reads the bound off the channel's own transport.
+	tr, ok := newChannel(t, Config{Endpoint: "https://example.com/hooks"}).client.Transport.(*http.Transport)
+	if !ok {
+		t.Fatal("the channel's own transport is not an *http.Transport")
+	}
+	if d := tr.IdleConnTimeout; d <= 0 || d > 5*time.Minute {
+		t.Errorf("IdleConnTimeout %s; want an idle connection dropped within 5 minutes (0 keeps it for ever)", d)
 	}
 }

@@ -1,6 +1,7 @@
 // Tests that SendResponse, against a real loopback server, returns the
 // receiver's headers and the first MaxKeptBodyBytes of its body with the
-// very outcome Send gives, and nothing when no answer came.
+// very outcome Send gives, and nothing when no answer came; and that
+// neither reads more of an answer than MaxResponseBytes.
 package httpchannel
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
 )
 
@@ -78,5 +80,53 @@ func TestSendResponseWithoutAnswerIsEmpty(t *testing.T) {
 	}
 	if resp.Header != nil || resp.Body != nil {
 		t.Errorf("response = %+v; want none", resp)
+	}
+}
+
+// countingBody is an endless response body that counts the bytes read
+// from it.
+type countingBody struct{ n int64 }
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	b.n += int64(len(p))
+	return len(p), nil
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// An endless answer is read up to MaxResponseBytes in all, the bytes kept
+// included, by SendResponse as by Send: a receiver cannot hold an attempt
+// by talking, and what SendResponse keeps is not read on top of the bound.
+func TestEndlessAnswerIsReadUpToMaxResponseBytes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		max  int64
+	}{
+		{"bound-above-kept", 3 * MaxKeptBodyBytes},
+		{"bound-below-kept", 100},
+	} {
+		for _, keep := range []bool{false, true} {
+			var body *countingBody
+			ch := newChannel(t, Config{Endpoint: "http://hooks.example/in", MaxResponseBytes: c.max,
+				Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+					body = &countingBody{}
+					return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: body, Request: r}, nil
+				})})
+			var got channel.Outcome
+			if keep {
+				got, _ = ch.SendResponse(context.Background(), attempt(1))
+			} else {
+				got = ch.Send(context.Background(), attempt(1))
+			}
+			if got.Result != machine.OutcomeDelivered {
+				t.Fatalf("%s, keep %v: %+v, want delivered", c.name, keep, got)
+			}
+			if body.n > c.max {
+				t.Errorf("%s, keep %v: read %d bytes of the answer; want at most MaxResponseBytes, %d", c.name, keep, body.n, c.max)
+			}
+		}
 	}
 }
