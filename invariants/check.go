@@ -410,7 +410,10 @@ func (c *checker) receiverDiscarded(e *Entry, ev int) {
 	case e.Detail == DiscardFenced:
 		c.events[ev].fenced = true
 	case e.Detail == DiscardRejected:
-		c.events[ev].fenced, c.events[ev].mustRefuse = true, e.Attempt
+		c.events[ev].fenced = true
+		if !c.events[ev].beforeReplay(e.Token) { // an attempt of before a replay, arriving late, owes no reply
+			c.events[ev].mustRefuse = e.Attempt
+		}
 	case strings.HasPrefix(e.Detail, DiscardUnverified):
 		c.fail(ChannelTrue, e.ID, e.Step, "attempt %d did not verify at the receiver (%s)", e.Attempt, e.Detail)
 	}

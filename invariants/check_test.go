@@ -718,6 +718,27 @@ func TestChannelTrue(t *testing.T) {
 			},
 		},
 		{
+			name:   "a rejected status for an attempt of before a replay, answered after it",
+			reason: "the replay fenced that attempt off: the new budget's attempt of the same number owes it nothing",
+			build: func(b *logb) []found {
+				verdicts(b)
+				b.grant(1)
+				b.accept("e1")
+				for n := 1; n <= 3; n++ {
+					b.persist("e1", machine.Pending, n, machine.NotDead)
+					b.sendAs("e1", n, 1)
+					b.reply("e1", machine.OutcomeFailed)
+				}
+				b.persist("e1", machine.Dead, 3, machine.Exhausted)
+				b.replay("e1", 2)
+				b.add(invariants.Entry{Kind: invariants.Discarded, ID: "e1", Attempt: 1, Token: 1, Detail: invariants.DiscardRejected})
+				b.grant(3)
+				b.deliverAs("e1", 3)
+				b.finish()
+				return nil
+			},
+		},
+		{
 			name:   "a delivery that did not verify",
 			reason: "the sender signs what the receiver can verify",
 			build: func(b *logb) []found {

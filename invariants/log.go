@@ -136,7 +136,7 @@ type Entry struct {
 	Worker string
 	// Token is the fencing token under which Worker acted (0 without
 	// leases): on Sent, Persisted and LeaseGranted; on Replayed, the
-	// replay's own.
+	// replay's own; on a Discarded DiscardRejected, the attempt's.
 	Token uint64
 	// RetryAfter is the receiver's hint, on Replied.
 	RetryAfter time.Duration

@@ -165,11 +165,10 @@ func (s *sim) arriveHTTP(f *flight) {
 		panic("sim: a request reached the receiver kit and got no verdict")
 	}
 	s.received(f, v, s.http.why)
-	if (v == rejectedPoison || v == rejectedStubborn) && !f.lose && s.http.rejects(s.streamIndex(f.x.Stream)) {
-		// The answer comes back, and the endpoint's policy rejects it at
-		// once: the channel must report it refused (channel-true).
-		s.observe(invariants.Entry{Kind: invariants.Discarded, ID: f.x.ID, Seq: f.x.Seq, Attempt: f.x.Attempt.Attempt, Detail: invariants.DiscardRejected})
-	}
+	// The answer comes back, and the endpoint's policy rejects it at once:
+	// the channel must report it refused (channel-true), if the answer
+	// reaches the sender before it gives up (a client timeout).
+	rejected := (v == rejectedPoison || v == rejectedStubborn) && !f.lose && s.http.rejects(s.streamIndex(f.x.Stream))
 	if f.lose {
 		s.note(nil, opLostAck, str(f.x.ID), num(f.x.Attempt.Attempt))
 		s.coverEvent(FaultLostAck, f.event)
@@ -177,7 +176,13 @@ func (s *sim) arriveHTTP(f *flight) {
 			return
 		}
 	}
-	s.laterFlight(f, s.elapsed+f.back, func() { s.answerOutcome(f, o, o.Detail) })
+	s.laterFlight(f, s.elapsed+f.back, func() {
+		if rejected && !s.answered[f.key] {
+			s.observe(invariants.Entry{Kind: invariants.Discarded, ID: f.x.ID, Seq: f.x.Seq, Attempt: f.x.Attempt.Attempt,
+				Token: f.x.Token, Detail: invariants.DiscardRejected})
+		}
+		s.answerOutcome(f, o, o.Detail)
+	})
 }
 
 // laterFlight schedules fn, a reply to flight f, for the incarnation of
