@@ -99,37 +99,12 @@ func TestRefusesAFileNotCouriers(t *testing.T) {
 // brought to the latest version at Open, its rows kept: its endpoint
 // then takes attempts.
 func TestUpgradesFromVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "courier.db")
-	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	app, ep, msg := platform.NewID(platform.AppKind, at), platform.NewID(platform.EndpointKind, at), platform.NewID(platform.MessageKind, at)
-	for _, q := range []string{`CREATE TABLE platform_schema (version integer NOT NULL)`, `INSERT INTO platform_schema VALUES (1)`, migrations[0].SQL,
-		`INSERT INTO platform_apps VALUES ('` + app + `', 'old', 1, 1)`,
-		`INSERT INTO platform_endpoints VALUES ('` + ep + `', '` + app + `', 'https://example.com/', '', '[]', '["` + webhook.NewSecret() + `"]', 1, 'strict', 1, 1)`,
-		`INSERT INTO platform_messages VALUES ('` + msg + `', '` + app + `', 't', '', X'7B7D', 1)`,
-	} {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-	s, err := Open(t.Context(), path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var version int
-	if err := s.w.QueryRowContext(t.Context(), `SELECT version FROM platform_schema`).Scan(&version); err != nil || version != migrations[len(migrations)-1].Version {
-		t.Fatalf("platform_schema version = %d, %v; want %d", version, err, migrations[len(migrations)-1].Version)
-	}
+	s := openUpgraded(t, 1,
+		`INSERT INTO platform_apps VALUES ('`+app+`', 'old', 1, 1)`,
+		`INSERT INTO platform_endpoints VALUES ('`+ep+`', '`+app+`', 'https://example.com/', '', '[]', '["`+webhook.NewSecret()+`"]', 1, 'strict', 1, 1)`,
+		`INSERT INTO platform_messages VALUES ('`+msg+`', '`+app+`', 't', '', X'7B7D', 1)`)
 	h, err := s.RecordAttempt(t.Context(), platform.Attempt{ID: platform.NewID(platform.AttemptKind, at), AppID: app, MessageID: msg,
 		EndpointID: ep, DeliveryID: platform.DeliveryID(msg, ep), At: at, Status: 503, Outcome: platform.OutcomeFailed})
 	if err != nil || h.Streak != 1 {
