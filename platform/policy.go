@@ -126,14 +126,15 @@ func checkRetryPolicy(e Endpoint) error {
 		}
 	}
 	if err := EndpointPolicy(machine.DefaultConfig(), e).Validate(); err != nil {
-		return fieldErr(apiName(err), "%s", strings.TrimPrefix(err.Error(), machine.ErrInvalidConfig.Error()+": "))
+		return fieldErr(ConfigFieldName(err), "%s", strings.TrimPrefix(err.Error(), machine.ErrInvalidConfig.Error()+": "))
 	}
 	return nil
 }
 
-// apiName is the API's name of the machine.Config field a Validate error
-// names first (MaxBackoff: max_backoff).
-func apiName(err error) string {
+// ConfigFieldName is the snake_case name, as the API and the config file
+// spell it, of the machine.Config field a Validate error names first
+// (MaxBackoff: max_backoff); "policy" for any other error.
+func ConfigFieldName(err error) string {
 	if !errors.Is(err, machine.ErrInvalidConfig) {
 		return "policy"
 	}

@@ -52,17 +52,7 @@ func TestReplayDeadPage(t *testing.T) {
 		if _, _, err := st.Enqueue(ctx, "ep", id, []byte("{}")); err != nil {
 			t.Fatal(err)
 		}
-		lease, err := st.ClaimDue(ctx, "w", time.Minute, 1)
-		if err != nil || len(lease) != 1 {
-			t.Fatalf("claim: %v %v", lease, err)
-		}
-		up := store.Update{ID: id, Delivery: store.Delivery{State: machine.Dead, Reason: machine.Expired}}
-		if err := st.Save(ctx, lease[0], []store.Update{up}); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Release(ctx, lease[0]); err != nil {
-			t.Fatal(err)
-		}
+		die(t, st, id)
 	}
 	kill("a")
 	now = now.Add(time.Hour)
@@ -82,6 +72,22 @@ func TestReplayDeadPage(t *testing.T) {
 	}
 }
 
+// die claims the one due delivery of st, id, and saves it dead.
+func die(t *testing.T, st store.Store, id string) {
+	t.Helper()
+	lease, err := st.ClaimDue(t.Context(), "w", time.Minute, 1)
+	if err != nil || len(lease) != 1 {
+		t.Fatalf("claim: %v %v", lease, err)
+	}
+	up := store.Update{ID: id, Delivery: store.Delivery{State: machine.Dead, Reason: machine.Expired}}
+	if err := st.Save(t.Context(), lease[0], []store.Update{up}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(t.Context(), lease[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A job resumed from a cursor older than its last replays (its process
 // was killed before it saved) does not replay again what it replayed
 // and what died again since: ResumeDeadPage counts those in Again. The
@@ -89,34 +95,18 @@ func TestReplayDeadPage(t *testing.T) {
 func TestResumeDeadPageReplaysOnce(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(time.Now)
-	die := func(id string, enqueue bool) {
-		t.Helper()
-		if enqueue {
-			if _, _, err := st.Enqueue(ctx, "ep", id, []byte("{}")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		lease, err := st.ClaimDue(ctx, "w", time.Minute, 1)
-		if err != nil || len(lease) != 1 {
-			t.Fatalf("claim: %v %v", lease, err)
-		}
-		up := store.Update{ID: id, Delivery: store.Delivery{State: machine.Dead, Reason: machine.Expired}}
-		if err := st.Save(ctx, lease[0], []store.Update{up}); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Release(ctx, lease[0]); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, id := range []string{"a", "b", "c"} {
-		die(id, true)
+		if _, _, err := st.Enqueue(ctx, "ep", id, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		die(t, st, id)
 	}
 	first, err := platform.ResumeDeadPage(ctx, st, "ep", time.Time{}, 0, 2, "rpl_1")
 	if err != nil || len(first.Replayed) != 2 || first.Again != 0 {
 		t.Fatalf("first page = %+v, %v; want a and b replayed", first, err)
 	}
-	die("a", false)
-	die("b", false)
+	die(t, st, "a")
+	die(t, st, "b")
 	again, err := platform.ResumeDeadPage(ctx, st, "ep", time.Time{}, 0, 2, "rpl_1") // the cursor was not saved
 	if err != nil || len(again.Replayed) != 0 || again.Again != 2 || again.Listed != 2 || again.Next != first.Next {
 		t.Fatalf("the first page again = %+v, %v; want a and b counted again, not replayed, next %d", again, err, first.Next)

@@ -69,6 +69,21 @@ func newRiver(pool *pgxpool.Pool, schema string, workers int) (*river.Client[pgx
 	})
 }
 
+// openRiver opens a pool of its own and a River client on it, as
+// newRiver makes it; closePool closes the pool once the client is done.
+func openRiver(ctx context.Context, conn, schema string, workers int) (client *river.Client[pgx.Tx], closePool func(), err error) {
+	pool, err := openPool(ctx, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err = newRiver(pool, schema, workers)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return client, pool.Close, nil
+}
+
 // riverDrain inserts o.events jobs (InsertMany, 1,000 a call), then
 // times a fresh client with as many workers as courier has streams
 // working them all: River runs at most that many jobs at once, as
@@ -83,15 +98,11 @@ func riverDrain(ctx context.Context, o options, streams int) (result, error) {
 		return result{}, err
 	}
 	return measured(ctx, o.postgres, func() (result, error) {
-		pool, err := openPool(ctx, o.postgres)
+		client, closePool, err := openRiver(ctx, o.postgres, schema, streams)
 		if err != nil {
 			return result{}, err
 		}
-		defer pool.Close()
-		client, err := newRiver(pool, schema, streams)
-		if err != nil {
-			return result{}, err
-		}
+		defer closePool()
 		completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: o.events})
 		defer cancel()
 		start := time.Now()
@@ -112,15 +123,11 @@ func riverDrain(ctx context.Context, o options, streams int) (result, error) {
 
 // riverInsert stores n no-op jobs with a pool of its own, closed after.
 func riverInsert(ctx context.Context, conn, schema string, n int) error {
-	pool, err := openPool(ctx, conn)
+	client, closePool, err := openRiver(ctx, conn, schema, 1)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	client, err := newRiver(pool, schema, 1)
-	if err != nil {
-		return err
-	}
+	defer closePool()
 	for done := 0; done < n; {
 		batch := make([]river.InsertManyParams, min(1000, n-done))
 		for i := range batch {
@@ -144,15 +151,11 @@ func riverSteady(ctx context.Context, o options, producers int) (result, error) 
 		return result{}, err
 	}
 	return measured(ctx, o.postgres, func() (result, error) {
-		pool, err := openPool(ctx, o.postgres)
+		client, closePool, err := openRiver(ctx, o.postgres, schema, producers)
 		if err != nil {
 			return result{}, err
 		}
-		defer pool.Close()
-		client, err := newRiver(pool, schema, producers)
-		if err != nil {
-			return result{}, err
-		}
+		defer closePool()
 		completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: 1 << 20})
 		defer cancel()
 		if err := client.Start(ctx); err != nil {

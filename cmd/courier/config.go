@@ -348,7 +348,7 @@ func (s *StreamConfig) check() error {
 	setInt(&p.MaxPayloadBytes, s.MaxPayloadBytes)
 	if err := p.Validate(); err != nil {
 		// machine names its field in Go (MaxAttempts); the file says max_attempts.
-		return fieldErr(tomlName(err.Error()), "%v", err)
+		return fieldErr(platform.ConfigFieldName(err), "%v", err)
 	}
 	s.policy = p
 	return nil
@@ -359,24 +359,6 @@ func randomSeed() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return binary.LittleEndian.Uint64(b[:])
-}
-
-// tomlName finds the machine.Config field an error names and returns its
-// name in the file.
-func tomlName(msg string) string {
-	msg = strings.TrimPrefix(msg, machine.ErrInvalidConfig.Error()+": ")
-	field, _, _ := strings.Cut(msg, " ")
-	var b strings.Builder
-	for i, r := range field {
-		if 'A' <= r && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // Policy is the stream's delivery policy, defaults filled in.

@@ -320,6 +320,8 @@ func (d *demoRun) produce(ctx context.Context, base, token string) error {
 	return nil
 }
 
+// apiCall sends body to url with the token and decodes a 2xx answer
+// into out (if not nil).
 func apiCall(ctx context.Context, method, url, token, body string, out any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
@@ -331,12 +333,10 @@ func apiCall(ctx context.Context, method, url, token, body string, out any) (int
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if out != nil && resp.StatusCode == 200 {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return resp.StatusCode, err
-		}
+	if out == nil || resp.StatusCode/100 != 2 {
+		return resp.StatusCode, nil
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
 }
 
 // progress redraws a bar on a terminal (every 100 ms) until stopped.

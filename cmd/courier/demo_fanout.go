@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,7 +141,7 @@ func (d *demoRun) fanout(ctx context.Context, dir string) (fanoutResult, error) 
 	for i := range fanoutMessages {
 		var m struct{ ID string }
 		body := fmt.Sprintf(`{"event_type":"order.paid","payload":{"order":%d},"idempotency_key":"order-%d"}`, i, i)
-		if status, err := apiJSON(ctx, "POST", base+"/v1/apps/"+app+"/messages", token, body, &m); err != nil || status/100 != 2 {
+		if status, err := apiCall(ctx, "POST", base+"/v1/apps/"+app+"/messages", token, body, &m); err != nil || status/100 != 2 {
 			return fanoutResult{}, fmt.Errorf("demo: publishing message %d: %d %v", i, status, err)
 		}
 		msgs = append(msgs, m.ID)
@@ -220,11 +218,11 @@ func (d *demoRun) serveFanout(ctx context.Context, dir, token string) (string, f
 // (healthy, rate-limited, down).
 func fanoutSetup(ctx context.Context, base, token, secret, recv, down string) (string, [3]string, error) {
 	var eps [3]string
-	if status, err := apiJSON(ctx, "POST", base+"/v1/event-types", token, `{"name":"order.paid"}`, nil); err != nil || status != 201 {
+	if status, err := apiCall(ctx, "POST", base+"/v1/event-types", token, `{"name":"order.paid"}`, nil); err != nil || status != 201 {
 		return "", eps, fmt.Errorf("demo: creating the event type: %d %v", status, err)
 	}
 	var app struct{ ID string }
-	if status, err := apiJSON(ctx, "POST", base+"/v1/apps", token, `{"name":"Demo"}`, &app); err != nil || status != 201 {
+	if status, err := apiCall(ctx, "POST", base+"/v1/apps", token, `{"name":"Demo"}`, &app); err != nil || status != 201 {
 		return "", eps, fmt.Errorf("demo: creating the application: %d %v", status, err)
 	}
 	for i, body := range []string{
@@ -233,31 +231,12 @@ func fanoutSetup(ctx context.Context, base, token, secret, recv, down string) (s
 		fmt.Sprintf(`{"url":%q,"secrets":[%q],"description":"down"}`, down+"/down", secret),
 	} {
 		var ep struct{ ID string }
-		if status, err := apiJSON(ctx, "POST", base+"/v1/apps/"+app.ID+"/endpoints", token, body, &ep); err != nil || status != 201 {
+		if status, err := apiCall(ctx, "POST", base+"/v1/apps/"+app.ID+"/endpoints", token, body, &ep); err != nil || status != 201 {
 			return "", eps, fmt.Errorf("demo: creating endpoint %d: %d %v", i, status, err)
 		}
 		eps[i] = ep.ID
 	}
 	return app.ID, eps, nil
-}
-
-// apiJSON is apiCall decoding any 2xx answer into out (if not nil).
-func apiJSON(ctx context.Context, method, url, token, body string, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || out == nil || resp.StatusCode/100 != 2 {
-		return resp.StatusCode, err
-	}
-	return resp.StatusCode, json.NewDecoder(bytes.NewReader(b)).Decode(out)
 }
 
 // report prints what each endpoint got, and is an error if an endpoint

@@ -26,6 +26,10 @@ func newAppFixture(t *testing.T, base, url, name string) appFixture {
 	f.ep = mustCall(t, 201, "POST", base+"/v1/apps/"+f.app+"/endpoints", `{"url":"`+url+`"}`)["id"].(string)
 	f.msg = mustCall(t, 201, "POST", base+"/v1/apps/"+f.app+"/messages", `{"event_type":"tick","payload":1}`)["id"].(string)
 	f.job = mustCall(t, 202, "POST", base+"/v1/apps/"+f.app+"/endpoints/"+f.ep+"/replay", `{}`)["id"].(string)
+	// The job runs on its own: done, it cannot change a snapshot later.
+	awaitAnswer(t, "replay job "+f.job+" done", func() map[string]any {
+		return mustCall(t, 200, "GET", base+"/v1/apps/"+f.app+"/endpoints/"+f.ep+"/replay/"+f.job, "")
+	}, func(m map[string]any) bool { return m["done"] == true })
 	tok := mustCall(t, 201, "POST", base+"/v1/apps/"+f.app+"/tokens", `{"name":"portal"}`)
 	f.tok, f.tokID = tok["token"].(string), tok["id"].(string)
 	return f

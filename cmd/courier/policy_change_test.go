@@ -7,32 +7,15 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
 
 func TestPatchedRateLimitTakesEffectAtTheNextRenewal(t *testing.T) {
 	const burst = 12
-	var mu sync.Mutex
-	var arrivals []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	arrived := func() []time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(arrivals)
-	}
+	srv, arrived := arrivalServer(t)
 	c, err := ParseConfig(`
 api_tokens = ["` + token + `"]
 allow_loopback = true

@@ -23,21 +23,7 @@ func TestPlatformRateLimit(t *testing.T) {
 		burst = 12
 		slack = 100 * time.Millisecond
 	)
-	var mu sync.Mutex
-	var arrivals []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	arrived := func() []time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(arrivals)
-	}
-
+	srv, arrived := arrivalServer(t)
 	base := startPlatform(t)
 	mustCall(t, 201, "POST", base+"/v1/event-types", `{"name":"tick"}`)
 	app := mustCall(t, 201, "POST", base+"/v1/apps", `{"name":"Acme"}`)["id"].(string)
@@ -138,5 +124,25 @@ func TestPlatformMaxInFlight(t *testing.T) {
 	defer mu.Unlock()
 	if peak != most {
 		t.Errorf("at most %d requests were in flight at once; want the limit, %d", peak, most)
+	}
+}
+
+// arrivalServer is a receiver that answers 204 and notes when each
+// request arrived; arrived returns those times so far, in order.
+func arrivalServer(t *testing.T) (srv *httptest.Server, arrived func() []time.Time) {
+	t.Helper()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(arrivals)
 	}
 }

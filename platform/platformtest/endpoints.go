@@ -32,11 +32,7 @@ func endpointsCRUD(e *env) {
 	}
 	diff(e.t, "GetEndpoint", want, read)
 	theirs := e.create(e.endpoint(other.ID))
-	list, err := e.s.ListEndpoints(e.ctx, a.ID, "", 10)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	diff(e.t, "ListEndpoints", []platform.Endpoint{want}, list)
+	e.wantEndpoints("ListEndpoints", a.ID, want)
 	_, err = e.s.ListEndpoints(e.ctx, e.id(platform.AppKind), "", 10)
 	e.wantErr("ListEndpoints of an unknown application", err, platform.ErrNotFound)
 
@@ -116,11 +112,7 @@ func endpointsBadArguments(e *env) {
 			e.wantField("UpdateEndpoint "+c.name, err, c.field)
 		}
 	}
-	list, err := e.s.ListEndpoints(e.ctx, a.ID, "", 10)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	diff(e.t, "endpoints after refused calls", []platform.Endpoint{kept}, list)
+	e.wantEndpoints("endpoints after refused calls", a.ID, kept)
 }
 
 // endpointsAreCopies: changing what a call returned, or what it was

@@ -126,6 +126,16 @@ func (e *env) create(ep platform.Endpoint) platform.Endpoint {
 	return out
 }
 
+// wantEndpoints checks that ListEndpoints of app lists want, and only it.
+func (e *env) wantEndpoints(what, app string, want ...platform.Endpoint) {
+	e.t.Helper()
+	list, err := e.s.ListEndpoints(e.ctx, app, "", 10)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	diff(e.t, what, want, list)
+}
+
 func (e *env) eventType(name string) {
 	e.t.Helper()
 	if _, err := e.s.CreateEventType(e.ctx, platform.EventType{Name: name, Description: "about " + name}); err != nil {

@@ -38,11 +38,7 @@ func endpointRetryPolicy(e *env) {
 			e.t.Fatal(err)
 		}
 		diff(e.t, "GetEndpoint, reject statuses "+c.name, up, read)
-		list, err := e.s.ListEndpoints(e.ctx, a.ID, "", 10)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		diff(e.t, "ListEndpoints, reject statuses "+c.name, []platform.Endpoint{up}, list)
+		e.wantEndpoints("ListEndpoints, reject statuses "+c.name, a.ID, up)
 		if (read.RejectStatuses == nil) != (c.reject == nil) {
 			e.t.Errorf("reject statuses %s read back as %#v", c.name, read.RejectStatuses)
 		}
@@ -83,9 +79,5 @@ func endpointRetryPolicyBadArguments(e *env) {
 		_, err = e.s.UpdateEndpoint(e.ctx, up)
 		e.wantField("UpdateEndpoint "+c.name, err, c.field)
 	}
-	list, err := e.s.ListEndpoints(e.ctx, a.ID, "", 10)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	diff(e.t, "endpoints after the refused calls", []platform.Endpoint{kept}, list)
+	e.wantEndpoints("endpoints after the refused calls", a.ID, kept)
 }

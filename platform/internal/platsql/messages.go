@@ -159,22 +159,9 @@ func (c *Core) Unfinished(ctx context.Context, after string, limit int) ([]platf
 	}
 	out := []platform.Message{}
 	err := c.read(ctx, "Unfinished", func(tx Tx) error {
-		rows, err := tx.Query(ctx, `SELECT DISTINCT message_id FROM platform_fanout
+		ids, err := queryIDs(ctx, tx, `SELECT DISTINCT message_id FROM platform_fanout
 			WHERE state = $1 AND message_id > $2 ORDER BY message_id LIMIT $3`, int64(platform.Pending), after, limit)
 		if err != nil {
-			return err
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		out, err = c.loadMessages(ctx, tx, "", ids)
@@ -249,7 +236,12 @@ func (c *Core) messageIDs(ctx context.Context, tx Tx, app string, f platform.Mes
 		add("created_at > $%d", f.CreatedAfter.Truncate(time.Microsecond).UnixMicro())
 	}
 	args = append(args, limit)
-	rows, err := tx.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	return queryIDs(ctx, tx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+}
+
+// queryIDs runs q, which selects one text column, and returns its values.
+func queryIDs(ctx context.Context, tx Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -65,18 +65,5 @@ func (c *Core) missingIDs(ctx context.Context, tx Tx, e platform.Endpoint, since
 		q += ` AND event_type IN (` + strings.Join(marks, ", ") + `)`
 	}
 	args = append(args, limit)
-	rows, err := tx.Query(ctx, q+fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return queryIDs(ctx, tx, q+fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args)), args...)
 }
