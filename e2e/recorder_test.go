@@ -250,6 +250,11 @@ func (s *recStore) Release(ctx context.Context, l store.Lease) error {
 	return s.Store.Release(ctx, l)
 }
 
+func (s *recStore) ReleaseUntil(ctx context.Context, l store.Lease, until time.Time) error {
+	s.steps.called(ctx)
+	return s.Store.ReleaseUntil(ctx, l, until)
+}
+
 func (s *recStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
 	s.steps.announce(ctx, l, ups)
 	err := s.Store.Save(ctx, l, ups)

@@ -80,7 +80,7 @@ const (
 )
 
 // Names lists every invariant, in the order reports show them.
-var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept,
+var Names = append([]string{NothingLost, AppliedOnce, Order, BoundedSends, DeadKept, DeadDeserved, Monotonic, ChannelTrue, Liveness, PauseHeld, LeaseKept, OwnerWait,
 	FanoutOnce, FanoutOnlySubscribed, DisabledGetsNothing, ReplaySince, ReplayMissing}, PolicyNames...)
 
 // LivenessBound is how long after the faults heal every event must settle,
@@ -279,6 +279,7 @@ func (c *checker) reset(run Run, ids *names) {
 	c.newest, c.applied, c.out, c.last = 0, 0, nil, time.Time{}
 	c.pause.reset()
 	c.fan.reset()
+	c.owner = ownerState{}
 }
 
 type checker struct {
@@ -293,6 +294,7 @@ type checker struct {
 	last    time.Time       // when the latest entry was observed
 	pause   pauseState      // the operator's pauses of the stream
 	fan     fanState        // the platform's fan-out and bulk replays (fanout.go)
+	owner   ownerState      // the stream's owner, for owner-wait (ownerwait.go)
 	out     []Violation
 }
 
@@ -365,10 +367,12 @@ func (k *Checker) judge(e *Entry) {
 	case Applied:
 		c.appliedBy(e, at)
 	case LeaseGranted:
+		c.ownerGranted(e)
 		p.lease(e, at)
 		c.newest = max(c.newest, e.Token)
 		c.pause.granted(e)
 	case LeaseRenewed:
+		c.owner.renewed(e)
 		p.lease(e, at)
 	case Probed:
 		p.probed(e, at)
@@ -390,12 +394,15 @@ func (k *Checker) judge(e *Entry) {
 	case Deleted:
 		c.deleted(e, at)
 	case Replayed:
+		c.owner.revoked(e)
 		k.replayed(e, at)
 		c.events[at.ev].mustRefuse = 0 // a fresh budget: its attempts count from 1 again
 	case Paused, Resumed:
 		c.pause.changed(e, c.run.Stall)
 	case LeaseDropped:
 		p.dropped(e)
+	case LeaseReleased:
+		c.owner.released(e)
 	case Discarded:
 		if c.run.ReceiverVerdicts {
 			c.receiverDiscarded(e, k.event(e.ID))

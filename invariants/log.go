@@ -100,6 +100,9 @@ const (
 	// MissingReplay: an operator asked the platform to give the stream's
 	// endpoint every message since Until it missed (replay-missing).
 	MissingReplay
+	// LeaseReleased: Worker gave its lease Token back and the store took
+	// it (Release, ReleaseUntil): the stream has no owner from then on.
+	LeaseReleased
 )
 
 var kindNames = [...]string{
@@ -109,11 +112,11 @@ var kindNames = [...]string{
 	Offered: "offered", Refused: "refused", ProbeReplied: "probe-replied", LeaseRenewed: "renewed",
 	Adopted: "adopted", DeadDiscarded: "dead-discarded", Deleted: "deleted", Replayed: "replayed",
 	Paused: "paused", Resumed: "resumed", LeaseDropped: "lease-dropped",
-	Fanned: "fanned", BulkReplay: "bulk-replay", MissingReplay: "missing-replay",
+	Fanned: "fanned", BulkReplay: "bulk-replay", MissingReplay: "missing-replay", LeaseReleased: "released",
 }
 
 func (k Kind) String() string {
-	if k >= Acked && k <= MissingReplay {
+	if k >= Acked && k <= LeaseReleased {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
@@ -170,6 +173,15 @@ type Run struct {
 	// stalled, the store refused writes or an operator paused a stream
 	// (no one can give an event up then). Zero for a single sender.
 	Slack time.Duration
+	// OwnerWait is the longest a stream with due work may wait for an
+	// owner beyond Slack (worker.WaitBound): the owner-wait rule. Zero:
+	// not judged.
+	OwnerWait time.Duration
+	// Rotation is the part of Slack that is the streams' turns for an
+	// owner (OwnerWait, in a world with more busy streams than the
+	// workers' room): liveness allows for it, owner-wait does not count
+	// it twice.
+	Rotation time.Duration
 	// Skew is the largest offset between a worker's clock and the run's
 	// clock (Entry.At). A worker judges backoff, NextAt and MaxAge by its
 	// own clock, so the policy rules allow Skew either way. Zero for a

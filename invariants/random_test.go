@@ -298,4 +298,8 @@ func (g *gen) finish() {
 		}
 		g.run.Final = append(g.run.Final, f)
 	}
+	// Drawn last, so that the logs and bounds above stay as they were.
+	if rng.IntN(2) == 0 {
+		g.run.OwnerWait = time.Duration(rng.IntN(3)) * time.Second
+	}
 }

@@ -302,7 +302,7 @@ func All() []Scenario {
 				return c
 			},
 		},
-	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout(), platformOps())...)
+	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout(), platformOps(), producers64())...)
 }
 
 // ClusterBase is Base with three workers sharing one store: 2s leases,

@@ -167,6 +167,7 @@ func swarmWorld(seed uint64, r *rand.Rand) sim.World {
 	if coin(0.4) {
 		drawCluster(r, &w, dur)
 		drawStreams(r, &w, coin)
+		drawRotation(r, &w, coin)
 		return w
 	}
 	w.Restarts.Random = r.IntN(5)
@@ -178,12 +179,28 @@ func swarmWorld(seed uint64, r *rand.Rand) sim.World {
 	return w
 }
 
+// drawRotation, for a third of the clusters, gives the workers room for
+// 1 to 4 streams each and more busy streams than that room (up to three
+// times it, 100 at most): producers that keep each stream's events coming
+// faster than a lease, so that no stream falls idle and the workers must
+// rotate them (worker.Config.YieldAfter; the owner-wait rule). Drawn
+// last, so that every other world stays as it was.
+func drawRotation(r *rand.Rand, w *sim.World, coin func(float64) bool) {
+	c := &w.Cluster
+	if c.Workers == 0 || !coin(1.0/3) {
+		return
+	}
+	c.MaxStreams = 1 + r.IntN(4)
+	room := c.Workers * c.MaxStreams
+	w.Streams = min(100, max(w.Streams, room+1+r.IntN(2*room)))
+	w.Events = max(w.Events, w.Streams*(5+r.IntN(10)))
+	w.Interarrival = min(w.Interarrival, c.LeaseTTL/time.Duration(2*w.Streams))
+}
+
 // drawStreams, half the time, gives a cluster's workers room for 1 to 50
 // streams each and spreads the workload over 1 to 50 streams, each judged
-// on its own. The streams fit in the workers' room together: a worker does
-// not rotate the streams it owns, so a stream that finds no room waits
-// until an owned one falls idle, and nobody can give its events up on time
-// meanwhile (docs/operations.md: Running many streams).
+// on its own. The streams fit in the workers' room together here;
+// drawRotation, drawn after it, makes the worlds where they do not.
 func drawStreams(r *rand.Rand, w *sim.World, coin func(float64) bool) {
 	if !coin(0.5) {
 		return

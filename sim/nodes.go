@@ -164,6 +164,9 @@ func (s *sim) initNodes() {
 		r.Stall = stall + ahead
 		r.ClockMargin = clockMargin(c)
 		r.Recheck = renewEvery(c)
+		r.OwnerWait = s.ownerWait()
+		r.Rotation = s.rotation(r.OwnerWait)
+		r.Slack += r.Rotation
 		r.LivenessBound += r.Slack
 	}
 }
@@ -204,6 +207,7 @@ func (s *sim) boot(n *node) {
 		IdleRelease: c.LeaseTTL,
 		ClockMargin: clockMargin(c),
 		RenewEvery:  renewEvery(c),
+		YieldAfter:  yieldAfter(c),
 		Observer:    worker.ObserverFunc(func(ev worker.Event) { s.observed(n, &ev) }),
 	})
 	if err != nil {
@@ -456,6 +460,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 		s.dropped(n, ev.Stream, "lost the stream")
 	case worker.LeaseReleased:
 		s.note(n, opReleases)
+		s.released(n, ev)
 	case worker.ReplyDropped:
 		s.note(n, opReplyNoOwner, str(ev.ID), num(ev.Attempt), str(ev.Outcome.Result.String()))
 	case worker.StoreFailed:

@@ -163,8 +163,9 @@ type sim struct {
 	wasSettled        bool
 	// end is when the run stops if it has not settled, as an offset from
 	// Epoch: with no MaxDuration, one MaxAge, AttemptTimeout and a minute
-	// after the latest acceptance (backpressure can delay acceptances), by
-	// which every event must be terminal.
+	// after the latest acceptance (backpressure can delay acceptances),
+	// plus the streams' turns for an owner when they outnumber the room
+	// (Run.Rotation), by which every event must be terminal.
 	end time.Duration
 
 	// streams are the streams' names; runs their observation logs, by
@@ -226,7 +227,7 @@ func newSim(w World, seed uint64, opt Options) (*sim, error) {
 // settleWithin is how long after its acceptance an event must be terminal,
 // plus a minute of margin for the run to show it.
 func (s *sim) settleWithin() time.Duration {
-	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute + s.w.Store.Slow.held()
+	return s.w.Policy.MaxAge + s.w.Policy.AttemptTimeout + time.Minute + s.w.Store.Slow.held() + s.rotationSlack()
 }
 
 func (s *sim) faulty() bool { return s.elapsed < s.w.FaultsEnd }

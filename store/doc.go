@@ -78,6 +78,23 @@
 // path: with no Options.Now, a lease expires at the database's now plus
 // its ttl.
 //
+// # Which stream is claimed next
+//
+// ClaimDue grants the streams that are due, earliest due instant first,
+// ties by name: under contention the stream that has waited longest is
+// served first, however many streams there are. A stream's due instant
+// is kept in the store, by the call that changes it and in that call's
+// transaction: Enqueue lowers it, Save recomputes it from the stream's
+// waiting records, Replay makes it now, Release and ReleaseUntil raise
+// it to the instant they name. So ClaimDue reads the due streams from an
+// index (SQL) or a heap (memstore), never every stream. An owner that
+// knows its stream's next work is far off (a long backoff, a probe owed
+// later) gives it up with ReleaseUntil, and the stream is claimed again
+// when that instant comes, not before, even if events are enqueued
+// meanwhile (in strict order they wait behind the head anyway). A parked
+// record's probe instant is the owner's to know, not the store's: a
+// parked stream is due as soon as its last release allows.
+//
 // # What an error means
 //
 // Every error but one means the call changed nothing. A networked store
@@ -114,7 +131,8 @@
 //     lease of delay, never a second owner.
 //   - Renew: the lease is good until the Expires the caller last knew,
 //     not the new one; renew again (the token is the same either way).
-//   - Release: release again; ErrStaleLease then means it was done.
+//   - Release, ReleaseUntil: release again; ErrStaleLease then means
+//     it was done.
 //   - Replay, Discard: Get the record; its History says whether it
 //     happened. ErrInvalidWrite on a retry also means it did.
 //   - DeleteSettled: call it again.

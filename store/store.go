@@ -202,11 +202,18 @@ type Store interface {
 	// producer may be acknowledged once Enqueue returns nil.
 	Enqueue(ctx context.Context, stream, id string, payload []byte) (rec Record, created bool, err error)
 
-	// ClaimDue grants owner a lease of ttl on up to max streams that have
-	// due work and no valid lease, in stream-name order. A stream has due
-	// work when one of its records is parked (a probe is owed) or is
-	// pending or in retry with NextAt at or before the store's now.
-	// Terminal records are never due.
+	// ClaimDue grants owner a lease of ttl on up to max streams that are
+	// due and have no valid lease, earliest due instant first, ties in
+	// stream-name order. A stream's due instant is the earliest NextAt of
+	// its pending and retry records, or, if one of its records is parked
+	// (a probe is owed, which only the owner can time), any instant: but
+	// never before the instant its last release named (Release: the
+	// release itself; ReleaseUntil: until). A stream is due when its due
+	// instant is at or before the store's now. A stream with no pending,
+	// retry or parked record is never due: terminal records are never
+	// due. Every store keeps each stream's due instant as it changes, in
+	// the same transaction as the change (Enqueue, Save, Replay, Release,
+	// ReleaseUntil), so that ClaimDue never reads every stream.
 	ClaimDue(ctx context.Context, owner string, ttl time.Duration, max int) ([]Lease, error)
 
 	// Acquire grants owner a lease of ttl on stream, whether or not it has
@@ -227,6 +234,16 @@ type Store interface {
 	// Release gives a valid lease up: it is stale at once, and the stream
 	// can be claimed at once. A stale lease fails with ErrStaleLease.
 	Release(ctx context.Context, l Lease) error
+
+	// ReleaseUntil gives a valid lease up as Release does, and keeps the
+	// stream from being due before until, whatever is enqueued meanwhile:
+	// what an owner does with a stream whose next work is far off (a long
+	// backoff, a probe owed later), so that the stream is claimed again
+	// when it falls due, not before. Acquire still grants it at once. A
+	// Replay lifts the hold (the replayed record is due at once). An
+	// until at or before the store's now is a plain Release. A stale
+	// lease fails with ErrStaleLease.
+	ReleaseUntil(ctx context.Context, l Lease, until time.Time) error
 
 	// Pending returns, in the machine's form (Record.Machine), up to limit
 	// non-terminal records of the lease's stream with Seq above after, in

@@ -14,7 +14,11 @@
 // (machine.Adopt), and carries out every batch in the order machine.Batch
 // requires: Save through the lease, then hand out the sends and probes,
 // then tick at WakeAt (a zero WakeAt means no tick). It gives a stream
-// back (store.Release) once nothing has been left to do for IdleRelease.
+// back (store.Release) once nothing has been left to do for IdleRelease,
+// releases a parked stream whose next probe is more than FarRelease away
+// until then (store.ReleaseUntil), and, full, yields a stream owned for
+// YieldAfter when the store grants a waiting one in its place, so that
+// every stream's wait for an owner is bounded (WaitBound, schedule.go).
 // It asks Config.Policy again at each renewal: a stream refused there (an
 // operator paused it) drains as a stopping worker does, and is given back
 // once the attempts it sent are answered. A reply that finds the renewal

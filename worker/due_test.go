@@ -38,6 +38,15 @@ func plainNext(w *Worker) time.Time {
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
 		consider(w.claimAt)
 	}
+	if !w.draining && len(w.order) >= w.cfg.MaxStreams {
+		// Full: the claim poll that may yield, once a stream that is not
+		// closing has been owned for YieldAfter.
+		for _, st := range w.order {
+			if st.closing == "" {
+				consider(later(w.claimAt, st.since.Add(w.cfg.YieldAfter)))
+			}
+		}
+	}
 	if !w.draining && w.cfg.Retention > 0 {
 		consider(w.purgeAt)
 	}
@@ -45,6 +54,8 @@ func plainNext(w *Worker) time.Time {
 		consider(st.renewAt)
 		consider(st.expiresAt)
 		switch {
+		case st.closing != "":
+			consider(st.closeBy)
 		case w.draining:
 		case st.m == nil:
 			consider(st.rebuildAt)

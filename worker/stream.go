@@ -45,6 +45,10 @@ type stream struct {
 	// refusal, whichever comes first.
 	closing string
 	closeBy time.Time
+	// since is when the lease was granted; yielding, that the stream is
+	// being given back to make room (schedule.go).
+	since    time.Time
+	yielding bool
 
 	// due is earliest(draining) as of the last call that acted on the
 	// stream: Advance and Next compare one instant per stream, not five,
@@ -127,6 +131,7 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 		}
 	}
 	w.idle(ctx, st, now)
+	w.releaseFar(ctx, st, now)
 }
 
 // renew extends the lease. It reports false if the stream was lost.
@@ -220,7 +225,11 @@ func (w *Worker) closeIfDone(ctx context.Context, st *stream, now time.Time) {
 	if now.Before(st.closeBy) && st.awaiting() {
 		return
 	}
-	w.release(ctx, st, "policy refused the stream: "+st.closing)
+	why := "policy refused the stream: " + st.closing
+	if st.yielding {
+		why = st.closing
+	}
+	w.release(ctx, st, why)
 }
 
 // awaiting reports whether an attempt the stream sent awaits its reply:

@@ -32,7 +32,9 @@ type Config struct {
 	// AttemptTimeout later at most.
 	Policy func(stream string) (machine.Config, error)
 
-	// MaxStreams is the most streams the worker owns at once.
+	// MaxStreams is the most streams the worker owns at once, besides
+	// those it is yielding (YieldAfter), which it keeps an
+	// AttemptTimeout at most.
 	MaxStreams int
 	// LeaseTTL is the lease asked for on each claim and renewal.
 	LeaseTTL time.Duration
@@ -52,6 +54,15 @@ type Config struct {
 	// IdleRelease is how long a stream with nothing left to do is kept
 	// before it is given back. Zero means one Poll.
 	IdleRelease time.Duration
+	// FarRelease: a stream whose next timed work is more than FarRelease
+	// away, with nothing out, is released until then
+	// (store.Store.ReleaseUntil). Zero means LeaseTTL.
+	FarRelease time.Duration
+	// YieldAfter: a full worker gives back a stream it has owned this
+	// long when the store grants it a waiting stream in its place, so
+	// that streams beyond the workers' room rotate (schedule.go). Zero
+	// means 2×LeaseTTL.
+	YieldAfter time.Duration
 	// RetryAfterFailure is how long the worker waits after a failed store
 	// call before it tries again (a rebuild, a renewal). Zero means
 	// Poll/4.
@@ -111,6 +122,10 @@ func (c *Config) validate() error {
 		return bad("IdleRelease", "is %v; must not be negative", c.IdleRelease)
 	case c.RetryAfterFailure < 0:
 		return bad("RetryAfterFailure", "is %v; must not be negative", c.RetryAfterFailure)
+	case c.FarRelease < 0:
+		return bad("FarRelease", "is %v; must not be negative", c.FarRelease)
+	case c.YieldAfter < 0:
+		return bad("YieldAfter", "is %v; must not be negative", c.YieldAfter)
 	case c.PageSize < 1:
 		return bad("PageSize", "is %d; must be at least 1", c.PageSize)
 	case c.Retention < 0:
@@ -137,6 +152,12 @@ func (c *Config) defaults() {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 1000
+	}
+	if c.FarRelease == 0 {
+		c.FarRelease = c.LeaseTTL
+	}
+	if c.YieldAfter == 0 {
+		c.YieldAfter = 2 * c.LeaseTTL
 	}
 	if c.RetentionEvery == 0 {
 		c.RetentionEvery = time.Minute
@@ -242,8 +263,12 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 			i++
 		}
 	}
-	if !w.draining && len(w.order) < w.cfg.MaxStreams && !now.Before(w.claimAt) {
+	switch {
+	case w.draining || now.Before(w.claimAt):
+	case len(w.order) < w.cfg.MaxStreams:
 		w.claim(ctx, now)
+	default:
+		w.swap(ctx, now) // full: rotate (schedule.go)
 	}
 	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
 		w.purge(ctx, now)
@@ -357,6 +382,8 @@ func (w *Worker) Next() time.Time {
 	}
 	if !w.draining && len(w.order) < w.cfg.MaxStreams {
 		consider(w.claimAt)
+	} else if at, ok := w.yieldAt(); ok && !w.draining {
+		consider(later(w.claimAt, at))
 	}
 	if !w.draining && w.cfg.Retention > 0 {
 		consider(w.purgeAt)
@@ -470,7 +497,7 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 		// stale; only the new one counts.
 		w.lose(old, "the store granted the stream again under a new lease", nil)
 	}
-	st := &stream{lease: l}
+	st := &stream{lease: l, since: now}
 	w.observe(Event{Kind: LeaseGranted, Stream: l.Stream, Token: l.Token})
 	cfg, err := w.policy(l.Stream)
 	if err == nil {
@@ -494,10 +521,14 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	w.reschedule(st)
 }
 
-// forget removes a stream from the worker.
+// forget removes a stream from the worker. The map entry goes only if it
+// is st's: a stream granted again under a new lease (adoptLease) has the
+// new one's, which must stay.
 func (w *Worker) forget(st *stream) {
 	st.gone = true
-	delete(w.streams, st.lease.Stream)
+	if w.streams[st.lease.Stream] == st {
+		delete(w.streams, st.lease.Stream)
+	}
 	w.order = slices.DeleteFunc(w.order, func(o *stream) bool { return o == st })
 }
 

@@ -2,7 +2,7 @@
 // invariant, as they do on memstore, and that each run is the memstore
 // run's line for line: the same number of trace lines and the same
 // figures (accepted, applied, sends, dead, coverage...), its instants
-// within a microsecond. The hashes
+// within a few microseconds (withinMicroseconds). The hashes
 // differ, and are not compared: SQLite keeps instants to the
 // microsecond, so the records in the trace print coarser times. A seed
 // whose run diverged (a sub-microsecond difference that reorders two
@@ -37,7 +37,7 @@ func TestSwarmSeedsOnSQLiteAsOnMemstore(t *testing.T) {
 			t.Errorf("seed %d on SQLite: nothing accepted", seed)
 		}
 		_, onMem := scenarios.RunSwarmSeed(seed, sim.Options{Trace: true})
-		if diff := cmp.Diff(onMem.Stats, onSQL.Stats, withinMicrosecond); diff != "" {
+		if diff := cmp.Diff(onMem.Stats, onSQL.Stats, withinMicroseconds); diff != "" {
 			t.Errorf("seed %d: figures differ (-memstore +sqlite):\n%s", seed, diff)
 		}
 		if len(onMem.Trace) != len(onSQL.Trace) {
@@ -53,10 +53,14 @@ func TestSwarmSeedsOnSQLiteAsOnMemstore(t *testing.T) {
 	}
 }
 
-// withinMicrosecond takes two durations for equal if they differ by less
-// than a microsecond, the resolution SQLite keeps: the instant the last
-// event settled is when the worker's timer fired, at a NextAt the store
-// kept to the microsecond.
-var withinMicrosecond = cmp.Comparer(func(a, b time.Duration) bool {
-	return max(a-b, b-a) < time.Microsecond
+// withinMicroseconds takes two durations for equal if they differ by less
+// than 10 µs. SQLite keeps instants to the microsecond, and a worker's
+// wake-ups follow the instants the store kept (a NextAt, a stream's due
+// instant, a release's until): each one it passes through may bring the
+// later happenings up to a microsecond earlier than on memstore, which
+// keeps nanoseconds, and a run passes through several in a row (swarm
+// seed 7, a slow-call world with released streams: 1.35 µs). A run that
+// diverged differs by far more, or in its trace's length.
+var withinMicroseconds = cmp.Comparer(func(a, b time.Duration) bool {
+	return max(a-b, b-a) < 10*time.Microsecond
 })

@@ -72,3 +72,10 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 	}
 	return s.Store.DeleteSettled(ctx, retention, limit)
 }
+
+func (s *Store) ReleaseUntil(ctx context.Context, l store.Lease, until time.Time) error {
+	if err := s.refused("release until"); err != nil {
+		return err
+	}
+	return s.Store.ReleaseUntil(ctx, l, until)
+}

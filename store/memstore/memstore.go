@@ -34,6 +34,8 @@ type Store struct {
 	// or taken by a replay. Tokens are global so that a token alone orders
 	// every grant.
 	lastToken uint64
+	// sched orders the streams for ClaimDue (due.go).
+	sched schedule
 }
 
 // stream holds one stream's records and its current lease. A stream can
@@ -44,6 +46,20 @@ type stream struct {
 	recs    []*store.Record // in Seq order; retention leaves gaps
 	lastSeq uint64          // the highest Seq ever assigned: never reused
 	lease   store.Held
+	// due is the stream's due instant (store.Store.ClaimDue) if hasDue;
+	// releasedUntil the instant its last release named.
+	due           time.Time
+	hasDue        bool
+	releasedUntil time.Time
+	// waiting holds an entry for each pending or retry record (and stale
+	// ones, popped lazily); nwaiting counts those records, parked the
+	// parked ones (due.go).
+	waiting  entryHeap
+	nwaiting int
+	parked   int
+	// readyAt and leasedAt are the stream's indexes in the schedule's
+	// heaps, -1 when it is not there.
+	readyAt, leasedAt int
 }
 
 var (
@@ -61,6 +77,7 @@ func New(now func() time.Time) *Store {
 		now:     now,
 		streams: make(map[string]*stream),
 		ids:     make(map[string]*store.Record),
+		sched:   newSchedule(),
 	}
 }
 
@@ -170,6 +187,9 @@ func (s *Store) Enqueue(ctx context.Context, streamName, id string, payload []by
 	r.State, r.NextAt = machine.Pending, now
 	st.recs = append(st.recs, r)
 	s.ids[id] = r
+	st.note(r, 0)
+	st.enqueued(now)
+	s.sched.place(st, now)
 	return clone(r), true, nil
 }
 
@@ -193,35 +213,36 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, ttl time.Duration, m
 	if err := s.checkAvailable("claim due"); err != nil {
 		return nil, err
 	}
+	if plant.On(plant.ClaimByName) {
+		return s.claimByName(owner, now, ttl, max), nil
+	}
 	var out []store.Lease
-	// Name order, not map order: which streams a claimer gets must not
-	// depend on the run.
-	for _, st := range s.byName {
-		if len(out) == max {
+	// Earliest due first, ties by name (the heap's order), not map
+	// order: which streams a claimer gets must not depend on the run.
+	for len(out) < max {
+		st := s.sched.nextDue(now)
+		if st == nil {
 			break
 		}
-		if !st.lease.ValidAt(now) && hasDue(st.recs, now) {
-			out = append(out, s.grant(st, owner, now, ttl))
-		}
+		out = append(out, s.grant(st, owner, now, ttl))
 	}
 	return out, nil
 }
 
-// hasDue reports whether recs hold due work at now: a parked record (a
-// probe is owed, whatever its NextAt) or a pending or retry record whose
-// NextAt has come.
-func hasDue(recs []*store.Record, now time.Time) bool {
-	for _, r := range recs {
-		switch r.State {
-		case machine.Parked:
-			return true
-		case machine.Pending, machine.Retry:
-			if !r.NextAt.After(now) {
-				return true
-			}
+// claimByName is ClaimDue under the planted bug ClaimByName: due streams
+// are granted in name order, whatever their due instants, so that a
+// stream late in the alphabet waits behind every earlier one.
+func (s *Store) claimByName(owner string, now time.Time, ttl time.Duration, max int) []store.Lease {
+	var out []store.Lease
+	for _, st := range s.byName {
+		if len(out) == max {
+			break
+		}
+		if !st.lease.ValidAt(now) && st.hasDue && !st.due.After(now) {
+			out = append(out, s.grant(st, owner, now, ttl))
 		}
 	}
-	return false
+	return out
 }
 
 // Acquire implements store.Store.
@@ -279,6 +300,7 @@ func (s *Store) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (st
 	if until := now.Add(ttl); until.After(st.lease.Expires) || plant.On(plant.RenewShrinks) {
 		st.lease.Expires = until
 	}
+	s.sched.place(st, now)
 	return st.lease.Lease(l.Stream), nil
 }
 
@@ -297,7 +319,26 @@ func (s *Store) Release(ctx context.Context, l store.Lease) error {
 	if err != nil {
 		return err
 	}
-	st.lease.Released = true
+	s.released(st, now, now)
+	return nil
+}
+
+// ReleaseUntil implements store.Store.
+func (s *Store) ReleaseUntil(ctx context.Context, l store.Lease, until time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	if err := s.checkAvailable("release until"); err != nil {
+		return err
+	}
+	st, err := s.held("release until", l, now)
+	if err != nil {
+		return err
+	}
+	s.released(st, now, until.Round(0))
 	return nil
 }
 
@@ -350,10 +391,17 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 		if r.State.Terminal() {
 			continue // checked equal: a terminal record never changes at all
 		}
+		before := r.State
 		store.Apply(r, ups[i], now)
+		s.streams[l.Stream].note(r, before)
 		if r.State == machine.Dead && plant.On(plant.DeadLettersDropped) {
 			s.drop(r) // the planted bug: a dead letter is deleted, not kept
 		}
+	}
+	if len(batch) > 0 {
+		st := s.streams[l.Stream]
+		st.refreshDue()
+		s.sched.place(st, now)
 	}
 	return nil
 }
@@ -395,6 +443,7 @@ func (s *Store) drop(r *store.Record) {
 	delete(s.ids, r.ID)
 	st := s.streams[r.Stream]
 	st.recs = slices.DeleteFunc(st.recs, func(o *store.Record) bool { return o == r })
+	st.recount()
 }
 
 // Get implements store.Store.
@@ -450,14 +499,23 @@ func (s *Store) Replay(ctx context.Context, id, by string) (store.Record, error)
 		// and the stream is free to claim at once.
 		s.lastToken++
 		st.lease = store.Held{Token: s.lastToken, Expires: now, Released: true}
+		before := r.State
 		store.ApplyReplay(r, by, now, s.lastToken)
+		st.note(r, before)
+		st.releasedUntil = now // the hold is lifted: the replayed record is due now
+		st.refreshDue()
+		s.sched.place(st, now)
 	})
 }
 
 // Discard implements store.Store.
 func (s *Store) Discard(ctx context.Context, id, by string) (store.Record, error) {
-	return s.operate(ctx, "discard", id, by, func(r *store.Record, _ *stream, now time.Time) {
+	return s.operate(ctx, "discard", id, by, func(r *store.Record, st *stream, now time.Time) {
+		before := r.State
 		store.ApplyDiscard(r, by, now)
+		st.note(r, before) // a change only under the planted DiscardAnyRecord
+		st.refreshDue()
+		s.sched.place(st, now)
 	})
 }
 
@@ -527,6 +585,10 @@ func (s *Store) DeleteSettled(ctx context.Context, retention time.Duration, limi
 		delete(s.ids, r.ID)
 		st := s.streams[r.Stream]
 		st.recs = slices.DeleteFunc(st.recs, func(x *store.Record) bool { return x == r })
+		if !r.State.Terminal() { // only under the planted RetentionDeletesUnsettled
+			st.recount()
+			s.sched.place(st, now)
+		}
 	}
 	return len(old), nil
 }
@@ -562,7 +624,7 @@ func (s *Store) checkAvailable(op string) error {
 func (s *Store) stream(name string) *stream {
 	st := s.streams[name]
 	if st == nil {
-		st = &stream{name: name}
+		st = &stream{name: name, readyAt: -1, leasedAt: -1}
 		s.streams[name] = st
 		i, _ := slices.BinarySearchFunc(s.byName, name, func(o *stream, name string) int { return cmp.Compare(o.name, name) })
 		s.byName = slices.Insert(s.byName, i, st)
@@ -582,6 +644,7 @@ func (st *stream) firstAfter(after uint64) int {
 func (s *Store) grant(st *stream, owner string, now time.Time, ttl time.Duration) store.Lease {
 	s.lastToken++
 	st.lease = store.Held{Owner: owner, Token: s.lastToken, Expires: now.Add(ttl)}
+	s.sched.place(st, now)
 	return st.lease.Lease(st.name)
 }
 

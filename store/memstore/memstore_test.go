@@ -347,3 +347,9 @@ func TestPingUnavailable(t *testing.T) {
 		t.Errorf("Ping while unavailable: %v, want %v", err, store.ErrUnavailable)
 	}
 }
+
+// BenchmarkClaim measures ClaimDue among 1,000 and 10,000 due streams
+// (see storetest.BenchClaim).
+func BenchmarkClaim(b *testing.B) {
+	storetest.BenchClaim(b, func(*testing.B) store.Store { return memstore.New(time.Now) })
+}

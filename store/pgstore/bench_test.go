@@ -24,6 +24,13 @@ func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Store { return open(b, nil) })
 }
 
+// BenchmarkClaim measures ClaimDue among 1,000 and 10,000 due streams on
+// the real PostgreSQL (see storetest.BenchClaim).
+func BenchmarkClaim(b *testing.B) {
+	server(b)
+	storetest.BenchClaim(b, func(b *testing.B) store.Store { return open(b, nil) })
+}
+
 // BenchmarkVersusRiver runs, in one benchmark and on the same PostgreSQL,
 // b.N full courier delivery cycles (storetest.Cycles, one worker per
 // stream) and River (v0.51.2) inserting b.N no-op jobs one by one from as

@@ -171,8 +171,11 @@ func TestMigratesOlderSchema(t *testing.T) {
 	if _, _, err := s.Enqueue(ctx, "s", "e1", []byte("p")); err != nil {
 		t.Fatal(err)
 	}
-	// Undo version 2 by hand, as a binary of version 1 would have left it.
-	if _, err := s.pool.Exec(ctx, "DROP INDEX deliveries_due; DROP INDEX deliveries_settled; UPDATE courier_schema SET version = 1"); err != nil {
+	// Undo versions 3 and 2 by hand, as a binary of version 1 would have
+	// left it.
+	if _, err := s.pool.Exec(ctx, `DROP INDEX streams_due; DROP INDEX deliveries_waiting; DROP INDEX deliveries_parked;
+		ALTER TABLE streams DROP COLUMN due, DROP COLUMN release_until;
+		DROP INDEX deliveries_due; DROP INDEX deliveries_settled; UPDATE courier_schema SET version = 1`); err != nil {
 		t.Fatal(err)
 	}
 	if err := migrate(ctx, s.pool, s.schema, len(migrations)); err != nil {
@@ -184,6 +187,10 @@ func TestMigratesOlderSchema(t *testing.T) {
 	}
 	if r, err := s.Get(ctx, "e1"); err != nil || string(r.Payload) != "p" {
 		t.Errorf("e1 after migrating = %+v, %v", r, err)
+	}
+	// Schema 3 filled in the stream's due instant from its record.
+	if ls, err := s.ClaimDue(ctx, "w", time.Minute, 10); err != nil || len(ls) != 1 || ls[0].Stream != "s" {
+		t.Errorf("ClaimDue after migrating = %+v, %v; want the stream s", ls, err)
 	}
 }
 

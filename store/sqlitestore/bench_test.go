@@ -20,3 +20,16 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkClaim measures ClaimDue among 1,000 and 10,000 due streams in
+// a real file (see storetest.BenchClaim).
+func BenchmarkClaim(b *testing.B) {
+	storetest.BenchClaim(b, func(b *testing.B) store.Store {
+		s, err := Open(b.Context(), filepath.Join(b.TempDir(), "courier.db"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

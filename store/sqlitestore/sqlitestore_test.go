@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +72,11 @@ func TestRefusesForeignFiles(t *testing.T) {
 	}
 }
 
-// TestMigratesOlderSchema: a file at schema version 1 with a record in it
-// opens at the latest version with the record intact; a file claiming a
-// version above the latest is refused, naming both versions.
+// TestMigratesOlderSchema: a file at schema version 1 with records in it
+// opens at the latest version with the records intact and each stream's
+// due instant filled in (schema 3), so that ClaimDue grants them in due
+// order; a file claiming a version above the latest is refused, naming
+// both versions.
 func TestMigratesOlderSchema(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "courier.db")
@@ -89,7 +92,12 @@ func TestMigratesOlderSchema(t *testing.T) {
 	os.Remove(path + "-wal")
 	os.Remove(path + "-shm")
 	s = openAt(t, path, 1)
-	if _, _, err := s.Enqueue(ctx, "s", "e1", []byte("p")); err != nil {
+	// As a version 1 binary wrote them: s pending since 2000 µs, r in
+	// retry due at 1000 µs, p parked with a NextAt far off.
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO streams (name, last_seq) VALUES ('s', 1), ('r', 1), ('p', 1);
+		INSERT INTO events (id, stream, seq, payload, accepted_at) VALUES ('e1', 's', 1, X'70', 2000), ('r1', 'r', 1, X'70', 10), ('p1', 'p', 1, X'70', 10);
+		INSERT INTO deliveries (id, stream, seq, state, attempts, next_at, budget_from) VALUES
+			('e1', 's', 1, 1, 0, 2000, 2000), ('r1', 'r', 1, 2, 1, 1000, 10), ('p1', 'p', 1, 3, 1, 9000000000000000, 10)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -103,6 +111,14 @@ func TestMigratesOlderSchema(t *testing.T) {
 	}
 	if r, err := s.Get(ctx, "e1"); err != nil || r.State != machine.Pending || string(r.Payload) != "p" {
 		t.Errorf("e1 after migration = %+v, %v", r, err)
+	}
+	ls, err := s.ClaimDue(ctx, "w", time.Minute, 10)
+	var got []string
+	for _, l := range ls {
+		got = append(got, l.Stream)
+	}
+	if want := []string{"p", "r", "s"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ClaimDue after migration = %v, %v; want %v (parked, then by NextAt)", got, err, want)
 	}
 	if _, err := s.w.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,10 @@
 //     case-sensitive, and numbers each stream 1, 2, 3 on its own;
 //   - a lease is exclusive (of many concurrent Acquire or ClaimDue calls
 //     exactly one wins a stream), its token grows with every grant, and
-//     only due work is claimed, in stream-name order, at most max;
+//     only due work is claimed, earliest due first, ties in stream-name
+//     order, at most max; the due instant follows Enqueue and Save, and a
+//     stream released until an instant (ReleaseUntil) is not claimed
+//     before it, unless a Replay lifts the hold;
 //   - fencing: a forged (token or owner), expired, replaced, released or
 //     replay-revoked lease can neither write, renew, release nor read, and
 //     its attempts change nothing; a released lease is stale at once;

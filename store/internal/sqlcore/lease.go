@@ -120,11 +120,11 @@ func (c *Core) ClaimDue(ctx context.Context, owner string, ttl time.Duration, ma
 	var out []store.Lease
 	err := c.write(ctx, "claim due", func(tx Tx, now int64) error {
 		out = out[:0]
-		rows, err := tx.Query(ctx, `SELECT name FROM streams s
-			WHERE NOT (lease_token <> 0 AND NOT lease_released AND lease_expires > $1)
-			AND EXISTS (SELECT 1 FROM deliveries d WHERE d.stream = s.name AND d.state IN (1, 2, 3)
-				AND (d.state = 3 OR d.next_at <= $1))
-			ORDER BY name LIMIT $2`+c.d.SkipLocked, now, max)
+		// streams_due in its order: earliest due first, ties by name.
+		rows, err := tx.Query(ctx, `SELECT name FROM streams
+			WHERE due IS NOT NULL AND due <= $1
+			AND NOT (lease_token <> 0 AND NOT lease_released AND lease_expires > $1)
+			ORDER BY due, name LIMIT $2`+c.d.SkipLocked, now, max)
 		if err != nil {
 			return err
 		}
@@ -212,19 +212,6 @@ func (c *Core) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (sto
 		return nil
 	})
 	return out, err
-}
-
-// Release implements store.Store.
-func (c *Core) Release(ctx context.Context, l store.Lease) error {
-	if err := store.CheckLease("release", l); err != nil {
-		return err
-	}
-	return c.write(ctx, "release", func(tx Tx, now int64) error {
-		if _, err := c.held(ctx, tx, "release", l, now); err != nil {
-			return err
-		}
-		return tx.Exec(ctx, `UPDATE streams SET lease_released = TRUE WHERE name = $1`, l.Stream)
-	})
 }
 
 // ceilMicros is d in whole microseconds, rounded up: a positive ttl

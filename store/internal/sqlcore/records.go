@@ -154,7 +154,7 @@ func (c *Core) enqueueIn(ctx context.Context, tx Tx, now int64, stream, id strin
 		return rec, false, err
 	}
 	var seq int64
-	if err := tx.QueryRow(ctx, `UPDATE streams SET last_seq = last_seq + 1 WHERE name = $1 RETURNING last_seq`, stream).Scan(&seq); err != nil {
+	if err := tx.QueryRow(ctx, `UPDATE streams SET last_seq = last_seq + 1, `+enqueuedDue+` WHERE name = $1 RETURNING last_seq`, stream, now).Scan(&seq); err != nil {
 		return store.Record{}, false, err
 	}
 	if err := tx.Exec(ctx, `INSERT INTO events (id, stream, seq, payload, accepted_at) VALUES ($1, $2, $3, $4, $5)`,
@@ -285,7 +285,10 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 				return err
 			}
 		}
-		return nil
+		if len(ups) == 0 {
+			return nil
+		}
+		return refreshDue(ctx, tx, l.Stream)
 	})
 }
 
@@ -389,15 +392,20 @@ func (c *Core) Replay(ctx context.Context, id, by string) (store.Record, error) 
 		}
 		// The replay's own token: every lease granted before it is
 		// stale, and the stream is free to claim at once.
-		if err := tx.Exec(ctx, `UPDATE streams SET lease_owner = '', lease_token = $2, lease_expires = $3, lease_released = TRUE
-			WHERE name = $1`, r.Stream, int64(token), now); err != nil {
+		// The hold of the last release is lifted: the replayed record
+		// is due now.
+		if err := tx.Exec(ctx, `UPDATE streams SET lease_owner = '', lease_token = $2, lease_expires = $3, lease_released = TRUE,
+			release_until = $3 WHERE name = $1`, r.Stream, int64(token), now); err != nil {
 			return err
 		}
 		store.ApplyReplay(r, by, instant(now), token)
 		if err := tx.Exec(ctx, `UPDATE deliveries SET budget_from = $2 WHERE id = $1`, id, now); err != nil {
 			return err
 		}
-		return c.writeDelivery(ctx, tx, id, *r)
+		if err := c.writeDelivery(ctx, tx, id, *r); err != nil {
+			return err
+		}
+		return refreshDue(ctx, tx, r.Stream)
 	})
 }
 

@@ -1,0 +1,159 @@
+// Tests the worker's part in store-driven scheduling (schedule.go): a
+// parked stream whose next probe is far off is released until then and
+// claimed again when it falls due; a full worker yields a stream it has owned
+// for YieldAfter only when the store grants a waiting stream in its
+// place; a swap whose grant replaces the candidate itself keeps the new
+// lease.
+package worker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/courierlab/courier/channel"
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/worker"
+)
+
+// parkedEnv is a worker whose streams probe 40 s apart, with stream s
+// parked in the store (its one event failed, its circuit open).
+func parkedEnv(t *testing.T) *env {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.ProbeBaseInterval, p.ProbeMaxInterval = 40*time.Second, 40*time.Second
+			return p, nil
+		}
+	})
+	e.enqueue("s", "e1")
+	l, err := e.mem.Acquire(e.ctx, "s", "setup", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.record("e1").Machine()
+	r.Attempts = 1
+	for _, state := range []machine.State{machine.Pending, machine.Parked} {
+		r.State = state
+		if err := e.mem.Save(e.ctx, l, store.UpdatesOf([]machine.Record{r})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.mem.Release(e.ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestParkedStreamIsReleasedUntilItsProbe(t *testing.T) {
+	e := parkedEnv(t) // FarRelease: LeaseTTL, 30 s
+	fx := e.advance()
+	if len(fx.Probes) != 1 {
+		t.Fatalf("want one probe of the parked stream, got %+v", fx)
+	}
+	e.deliver(fx.Probes[0].Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503}))
+	e.clock.Advance(time.Second)
+	e.advance()
+	if e.w.Owns("s") {
+		t.Fatal("the worker kept a parked stream whose next probe is 40 s away")
+	}
+	// An event enqueued meanwhile is parked behind the probe: no claim sooner.
+	e.enqueue("s", "e2")
+	e.w.Notify("s")
+	for e.now().Before(epoch.Add(40*time.Second - time.Second)) {
+		e.clock.Advance(time.Second)
+		e.advance()
+		if e.w.Owns("s") {
+			t.Fatalf("claimed again at %v, before the probe at 40 s", e.now().Sub(epoch))
+		}
+	}
+	e.clock.Advance(time.Second)
+	if fx := e.advance(); !e.w.Owns("s") || len(fx.Probes) != 1 {
+		t.Errorf("at %v, when the probe fell due: owned %v, probes %d; want claimed and probed", e.now().Sub(epoch), e.w.Owns("s"), len(fx.Probes))
+	}
+}
+
+func TestStreamInALongBackoffIsKept(t *testing.T) {
+	e := newEnv(t, nil)
+	e.enqueue("s", "e1")
+	x := oneSend(t, e.advance(), "e1", 1)
+	e.deliver(x.Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503, RetryAfter: 40 * time.Second}))
+	e.clock.Advance(time.Second)
+	e.advance()
+	if !e.w.Owns("s") {
+		t.Error("released a stream in backoff: its next owner would probe before the retry")
+	}
+}
+
+// yieldEnv is a worker with room for one stream, yielding after 5 s.
+func yieldEnv(t *testing.T) *env {
+	return newEnv(t, func(c *worker.Config) { c.MaxStreams, c.YieldAfter = 1, 5*time.Second })
+}
+
+func TestFullWorkerYieldsOnlyForAWaitingStream(t *testing.T) {
+	e := yieldEnv(t)
+	e.enqueue("a", "a1")
+	e.enqueue("a", "a2")
+	oneSend(t, e.advance(), "a1", 1) // in flight, never answered here
+	for range 10 {
+		e.clock.Advance(time.Second)
+		e.advance()
+	}
+	if !e.w.Owns("a") {
+		t.Fatal("yielded a stream with no stream waiting")
+	}
+	e.enqueue("b", "b1")
+	e.clock.Advance(time.Second)
+	e.advance()
+	if !e.w.Owns("b") || !e.w.Owns("a") {
+		t.Fatalf("after b fell due: owns a %v, b %v; want both while a's attempt is out", e.w.Owns("a"), e.w.Owns("b"))
+	}
+	// a is given back once its attempt is out of time (AttemptTimeout),
+	// not before; then the two rotate, each yielding to the other.
+	released := func(stream string) (at []time.Duration) {
+		for _, ev := range e.events {
+			if ev.Kind == worker.LeaseReleased && ev.Stream == stream {
+				at = append(at, ev.At.Sub(epoch))
+			}
+		}
+		return at
+	}
+	for range 60 {
+		e.clock.Advance(time.Second)
+		e.advance()
+	}
+	ra, rb := released("a"), released("b")
+	if want := 11*time.Second + policy().AttemptTimeout; len(ra) == 0 || ra[0] != want {
+		t.Errorf("a released at %v, want first at %v (its attempt's timeout after the yield)", ra, want)
+	}
+	if len(rb) == 0 {
+		t.Error("b never yielded back to a")
+	}
+}
+
+func TestSwapKeepsTheNewLeaseOfAReplacedCandidate(t *testing.T) {
+	e := yieldEnv(t)
+	e.enqueue("a", "a1")
+	oneSend(t, e.advance(), "a1", 1)
+	// The store's clock runs past the lease while the worker's reads
+	// 6 s: to the store the lease ran out, so the swap's claim grants a
+	// again, to this worker, under a new token.
+	e.clock.Advance(ttl + time.Second)
+	e.w.Advance(e.ctx, epoch.Add(6*time.Second))
+	if !e.w.Owns("a") {
+		t.Fatal("the worker forgot a, granted to it again under a new lease")
+	}
+	st := e.w.Streams()
+	if len(st) != 1 || st[0].Token < 2 {
+		t.Fatalf("streams %+v, want a under the new token", st)
+	}
+	// It acts on a under the new lease: it renews it.
+	e.clock.Advance(10 * time.Second)
+	e.w.Advance(e.ctx, epoch.Add(16*time.Second))
+	if got := e.w.Streams(); len(got) != 1 || got[0].Token != st[0].Token {
+		t.Errorf("after a renewal: %+v, want a kept under token %d", got, st[0].Token)
+		for _, ev := range e.events {
+			t.Logf("%s %s %s %d %s %v", ev.At.Sub(epoch), ev.Kind, ev.Stream, ev.Token, ev.Detail, ev.Err)
+		}
+	}
+}
