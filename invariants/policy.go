@@ -313,7 +313,7 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 	x.flying, x.attempt, x.replied = false, 0, false
 	if r.State == machine.Delivered || r.Reason == machine.Rejected {
 		w.streak = 0 // the channel answered
-		if replied && reply.step == w.input && reply.at.Equal(e.At) {
+		if replied && reply.step == w.input && p.actedOn(reply, e) {
 			p.inputLandedFirst(w)
 		}
 		return
@@ -332,7 +332,7 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 		return // dead: exhausted or expired, judged by dead-deserved
 	}
 	var hint time.Duration
-	if replied && reply.at.Equal(e.At) && reply.failed {
+	if replied && p.actedOn(reply, e) && reply.failed {
 		hint = reply.retryAfter // the reply this landing acted on
 	}
 	v.failedAt = e.At
@@ -341,6 +341,16 @@ func (p *policy) landed(e *Entry, at ref, w *workerState, v *event) {
 	if d := r.NextAt.Sub(e.At); d < lo-p.run.Skew || d > hi+p.run.Skew {
 		p.fail(RetryTiming, r.ID, e.Step, "attempt %d failed and the next is due %v later; the policy allows %v to %v (Retry-After %v)", r.Attempts, d, lo, hi, hint)
 	}
+}
+
+// actedOn reports whether landing e is the worker's act on reply: the
+// worker persists what a reply decided in the same call, so the landing
+// is logged at the reply's instant, or later by what a slow store call
+// held the call before the store wrote (at most Stall, which counts a
+// slow call's longest; swarm seed 997998225988: a Save 441ms slow before
+// it wrote, whose Retry-After was then judged as absent).
+func (p *policy) actedOn(r reply, e *Entry) bool {
+	return !r.at.After(e.At) && e.At.Sub(r.at) <= p.run.Stall
 }
 
 // inputLandedFirst corrects the failure streak when a step's reply

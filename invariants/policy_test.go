@@ -266,6 +266,18 @@ func TestRetryTiming(t *testing.T) {
 			},
 		},
 		{
+			name:   "retry-after honoured by a landing a slow save delayed",
+			reason: "the worker decided at the reply; the store wrote 400ms later (a slow call, within Stall): the 4s hint still counts from the reply",
+			build: func(b *tlog) []found {
+				b.run.Stall, b.run.Skew = ms(500), ms(500)
+				b.accept("e1")
+				b.start("e1")
+				b.at(ms(100)).add(invariants.Entry{Kind: invariants.Replied, ID: "e1", Attempt: 1, RetryAfter: 4 * s, Detail: "failed"})
+				b.at(ms(500)).put("e1", func(r *machine.Record) { r.State, r.NextAt = machine.Retry, epoch.Add(ms(100)+4*s) })
+				return nil
+			},
+		},
+		{
 			name:   "retry-after ignored",
 			reason: "a 4s hint, and the retry is due after the bare backoff",
 			build: func(b *tlog) []found {
