@@ -166,10 +166,36 @@ func (h *httpParts) kit(store kit.Store, secrets ...string) http.Handler {
 // event can still arrive: its last attempt starts within MaxAge of its
 // acceptance (plus the run's Slack for crashed, stalled or skewed
 // owners), and lands within a timeout, a late delay and a round trip.
+//
+// A replay gives an event a fresh budget whenever the operator runs it,
+// however long after its first application, so the window also covers
+// the last instant a world may replay (swarm seed 997998392534: a bulk
+// replay job resumed after its serve crashed resent, 1m48s after its
+// first application, an event whose acknowledgement was lost, and a kit
+// that had forgotten it applied it twice). A receiver in production
+// needs the same: a Window that covers how late its operators replay.
 func (h *httpParts) kitWindow() time.Duration {
 	w := h.s.w
 	return w.Policy.MaxAge + h.s.runs[0].Slack + w.Policy.AttemptTimeout + w.Channel.ClientTimeout +
-		w.Channel.LateDelay + 2*w.Channel.LatencyMax + time.Minute
+		w.Channel.LateDelay + 2*w.Channel.LatencyMax + time.Minute + lastReplay(w)
+}
+
+// lastReplay is the latest instant world w may replay an event: an
+// operator's replays come by FaultsEnd, a bulk replay at its instant, a
+// job resumed after its serve crashed a lease and its Resume later.
+func lastReplay(w World) time.Duration {
+	var last time.Duration
+	if w.Operator.Replays > 0 {
+		last = w.FaultsEnd
+	}
+	for _, b := range w.Platform.Replays {
+		at := b.At
+		if b.CrashAfter > 0 {
+			at += w.LeaseTTL() + b.Resume + time.Millisecond
+		}
+		last = max(last, at)
+	}
+	return last
 }
 
 // sender is the channel that signs a request of stream i sent now.
