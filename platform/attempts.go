@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/store"
 )
 
@@ -129,7 +130,7 @@ func (h EndpointHealth) Reenabled() EndpointHealth {
 // 5 days), "" otherwise.
 func DisableReason(h EndpointHealth, a Attempt, disableAfter time.Duration) string {
 	switch {
-	case a.Status == http.StatusGone:
+	case a.Status == http.StatusGone && !plant.On(plant.HealthIgnoresGone):
 		return DisabledGone
 	case !h.FailingSince.IsZero() && a.At.Sub(h.FailingSince) >= disableAfter:
 		return DisabledFailing

@@ -102,7 +102,9 @@
 // default 5 days as Svix, "failing") through Store.DisableEndpoint, which
 // is the Enabled=false of an update, so the endpoint is left out of
 // fan-out and its stream waits. Enabling it again by UpdateEndpoint
-// clears its failing streak.
+// clears its failing streak. Recorder.Write is one attempt's write, which
+// Run calls and the simulator calls synchronously (sim.Platform's
+// DisableAfter), so both run the same health code.
 //
 // # Custom headers
 //

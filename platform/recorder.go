@@ -118,7 +118,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	for {
 		select {
 		case a := <-r.queue:
-			r.write(ctx, a)
+			r.Write(ctx, a)
 		case <-t.C:
 			r.prune(ctx)
 		case <-ctx.Done():
@@ -127,7 +127,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			for dctx.Err() == nil {
 				select {
 				case a := <-r.queue:
-					r.write(dctx, a)
+					r.Write(dctx, a)
 				default:
 					return nil
 				}
@@ -137,8 +137,11 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
-// write records a and disables its endpoint if its health says so.
-func (r *Recorder) write(ctx context.Context, a Attempt) {
+// Write records a at once and disables its endpoint if its health says
+// so (DisableReason), calling OnDisabled if that changed it. Run calls it
+// for each queued attempt; a caller that runs no Run (the simulator,
+// which judges health synchronously) calls it itself.
+func (r *Recorder) Write(ctx context.Context, a Attempt) {
 	h, err := r.cfg.Store.RecordAttempt(ctx, a)
 	switch {
 	case errors.Is(err, ErrNotFound):

@@ -133,6 +133,24 @@ func TestRecorderDisablesAtOnceOnGone(t *testing.T) {
 	}
 }
 
+// Write, without Run, records at once and disables on 410 before it
+// returns: the simulator feeds the health code so.
+func TestRecorderWriteIsSynchronous(t *testing.T) {
+	e := newRecEnv(t)
+	var reasons []string
+	r, err := platform.NewRecorder(platform.RecorderConfig{Store: e.s, DisableAfter: time.Minute,
+		OnDisabled: func(_ context.Context, _ platform.Endpoint, reason string) { reasons = append(reasons, reason) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Write(t.Context(), e.attempt(0, 503))
+	r.Write(t.Context(), e.attempt(time.Second, 410))
+	if ep, _ := e.s.GetEndpoint(t.Context(), e.ep.ID); ep.Enabled || !slices.Equal(reasons, []string{platform.DisabledGone}) {
+		t.Errorf("after Write of a 410: enabled %v, OnDisabled reasons %q; want disabled, [gone]", ep.Enabled, reasons)
+	}
+	e.waitAttempts(2)
+}
+
 // Without Run, the queue fills; Record then drops at once and counts.
 func TestRecorderDropsWhenFull(t *testing.T) {
 	e := newRecEnv(t)

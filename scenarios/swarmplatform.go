@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/courierlab/courier/sim"
@@ -99,6 +100,39 @@ func drawPlatform(r *rand.Rand, w *sim.World) {
 	drawMissing(r, w, dur)
 	drawJob(r, w, dur)
 	drawRejectStatuses(r, w)
+	drawHealth(r, w, dur)
+}
+
+// drawHealth, last: in two thirds of the platform worlds the attempts
+// feed endpoint health (sim.Platform.DisableAfter) with a small
+// DisableAfter, 2 to 4 times what a disable costs (a re-enable 200 ms to
+// 3 s later, and a lease), so that a failing streak can disable an
+// endpoint; and in an HTTP world, the endpoint of the first poison or
+// stubborn event answers it 410 Gone (sim.PlatformEndpoint.Gone), with
+// the default status policy, so that a 410 disables it at once.
+func drawHealth(r *rand.Rand, w *sim.World, dur func(lo, hi time.Duration) time.Duration) {
+	p := &w.Platform
+	if r.IntN(3) == 0 {
+		return
+	}
+	p.Reenable = dur(200*time.Millisecond, 3*time.Second)
+	cost := p.Reenable + w.LeaseTTL()
+	p.DisableAfter = dur(2*cost, 4*cost)
+	if !w.HTTP.On {
+		return
+	}
+	ids := slices.Clone(w.Receiver.Poison)
+	for _, st := range w.Receiver.Stubborn {
+		ids = append(ids, st.ID)
+	}
+	for _, id := range ids {
+		var n int
+		if _, err := fmt.Sscanf(id, "e%d", &n); err == nil && n > 0 {
+			ep := &p.Endpoints[(n-1)%len(p.Endpoints)] // EventID(n-1) is delivery n-1, to endpoint (n-1) mod E
+			ep.Gone, ep.RejectStatuses = true, nil
+			return
+		}
+	}
 }
 
 // drawRejectStatuses, last, in an HTTP world: half of the endpoints

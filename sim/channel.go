@@ -34,8 +34,9 @@ func (s *sim) send(n *node, x worker.Send) {
 	f := &flight{n: n, x: x, event: s.eventIndex(x.ID), key: attemptKey{n, n.inc, x.Token, x.ID, x.Attempt.Attempt}}
 	s.sends[f.event]++ // the event's Sent entries (result)
 	attempt := x.Attempt.Attempt
+	f.sentAt = s.clock(n)
 	if s.http != nil {
-		f.ch, f.sentAt = s.http.sender(s.streamIndex(x.Stream)), s.clock(n)
+		f.ch = s.http.sender(s.streamIndex(x.Stream))
 	}
 	s.later(n, s.elapsed+c.ClientTimeout, func() { s.answer(f, machine.OutcomeTimedOut, 0, "client timeout") })
 	switch {
@@ -94,7 +95,7 @@ type flight struct {
 	event      int // x.ID's index in the workload
 	late, lose bool
 	back       time.Duration // the reply's latency
-	// In an HTTP world: the channel that signs it (as of its send), and
+	// In an HTTP world: the channel that signs it (as of its send). And
 	// the sender's clock at the send.
 	ch     *httpchannel.Channel
 	sentAt time.Time
@@ -213,6 +214,7 @@ func (s *sim) answerOutcome(f *flight, o channel.Outcome, why string) {
 		s.note(n, opChannel, str(x.ID), num(attempt), str(why))
 	}
 	s.note(n, opIn, input(machine.Result{At: s.clock(n), ID: x.ID, Attempt: attempt, Outcome: outcome, RetryAfter: retryAfter}))
+	s.recordAttempt(f, o)
 	s.deliver(n, x.Reply(o))
 }
 

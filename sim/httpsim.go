@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"time"
 
@@ -210,7 +209,7 @@ func (h *httpParts) sender(i int) *httpchannel.Channel {
 // answer to a poison or stubborn event at once: its endpoint's status
 // policy lists it.
 func (h *httpParts) rejects(i int) bool {
-	return h.s.plat != nil && slices.Contains(h.s.w.Platform.Endpoints[i].RejectStatuses, h.reject)
+	return h.policyRejects(i, h.goneStatus(i))
 }
 
 // receiverKit is the kit as it stands now: the secrets it accepts.
@@ -232,7 +231,8 @@ func (h *httpParts) app(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		panic("sim: the receiver kit called the application without an event")
 	}
-	h.verdict = h.s.recv.apply(h.s.eventIndex(ev.ID))
+	i := h.s.eventIndex(ev.ID)
+	h.verdict = h.s.recv.apply(i)
 	if h.verdict == applied {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -240,7 +240,7 @@ func (h *httpParts) app(w http.ResponseWriter, r *http.Request) {
 	if h.retryHint != "" {
 		w.Header().Set("Retry-After", h.retryHint)
 	}
-	w.WriteHeader(h.reject)
+	w.WriteHeader(h.goneStatus(i % len(h.s.streams)))
 }
 
 // RoundTrip implements http.RoundTripper for the channel: the round trip

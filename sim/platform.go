@@ -29,7 +29,10 @@ import (
 // idempotency key, and Service.Redrive finishes what the crash left. An
 // operator disables and enables endpoints through the platform store, and
 // replays an endpoint's dead letters in bulk through
-// platform.ReplayDeadPage, as courier serve's job does.
+// platform.ReplayDeadPage, as courier serve's job does. With
+// Platform.DisableAfter, each attempt feeds the production endpoint
+// health, which disables an endpoint on a 410 or a failing streak; the
+// operator enables it again (sim/health.go).
 
 // Platform is a platform world's application; off when it has no
 // Endpoints.
@@ -50,6 +53,13 @@ type Platform struct {
 	Replays []BulkReplay
 	// Missing are the operator's replays of missed messages.
 	Missing []MissingReplay
+	// DisableAfter, above 0, feeds each attempt's outcome, as its sender
+	// hears it, to the production endpoint health (platform.Recorder.Write
+	// with this DisableAfter): a 410 disables its endpoint at once, and
+	// failing with no success for DisableAfter disables it. The operator
+	// enables it again Reenable later (the API's PATCH enabled=true,
+	// which clears the streak). 0: health is not simulated.
+	DisableAfter, Reenable time.Duration
 }
 
 // PlatformEndpoint is one endpoint of a platform world.
@@ -78,6 +88,10 @@ type PlatformEndpoint struct {
 	// publish): the messages published before it are missed, and reach
 	// it only from a replay-missing (Platform.Missing).
 	Created time.Duration
+	// Gone: in an HTTP world with health (Platform.DisableAfter), its
+	// receiver answers 410 Gone to a poison or stubborn event instead of
+	// HTTP.RejectStatus; its status policy is the default (410 rejects).
+	Gone bool
 }
 
 // MissingReplay is an operator's replay of the messages endpoint
@@ -173,6 +187,9 @@ func (w World) validatePlatform() error {
 			last = win.To
 		}
 	}
+	if err := w.validateHealth(); err != nil {
+		return err
+	}
 	for _, b := range p.Replays {
 		if b.Endpoint < 0 || b.Endpoint >= e || b.At < 0 || b.At > w.FaultsEnd || b.Since < 0 || b.Since > b.At {
 			return bad("Replays", "%v must name an endpoint, come by FaultsEnd (%v), and since no later than it", b, w.FaultsEnd)
@@ -217,6 +234,9 @@ func (p Platform) describe() string {
 		if ep.Created > 0 {
 			s += fmt.Sprintf(" created@%v", ep.Created)
 		}
+		if ep.Gone {
+			s += " gone-on-poison"
+		}
 		s += "}"
 	}
 	if p.CrashRate > 0 && p.MaxCrashes > 0 {
@@ -227,6 +247,9 @@ func (p Platform) describe() string {
 	}
 	if len(p.Missing) > 0 {
 		s += fmt.Sprintf(" replay-missing=%v", p.Missing)
+	}
+	if p.DisableAfter > 0 {
+		s += fmt.Sprintf(" health:disable-after=%v,reenable=%v", p.DisableAfter, p.Reenable)
 	}
 	return s
 }
@@ -253,6 +276,10 @@ type platParts struct {
 	// jobs are the bulk replay jobs made, by ID: their BulkReplay's
 	// index and try.
 	jobs map[string][2]int
+	// rec is the production endpoint health (Platform.DisableAfter; nil:
+	// off), fed each attempt by recordAttempt; attempts counts them.
+	rec      *platform.Recorder
+	attempts int
 }
 
 // crashed is the panic of a publish crashing mid fan-out, which publish
@@ -309,6 +336,7 @@ func (s *sim) initPlatform() {
 		Now: func() time.Time { return s.now }, NewID: func(string, time.Time) string { return messageID(pp.publishing) },
 		Logger: slog.New(slog.DiscardHandler)})
 	must(err)
+	s.initHealth()
 	for i := range s.runs {
 		r := &s.runs[i]
 		r.Policy = s.endpointPolicy(i)
@@ -365,8 +393,8 @@ func (s *sim) platformBounds() {
 		}
 	}
 	for i := range s.runs {
-		s.runs[i].Slack += down
-		s.runs[i].LivenessBound += down
+		s.runs[i].Slack += down + s.healthDown()
+		s.runs[i].LivenessBound += down + s.healthDown()
 	}
 }
 

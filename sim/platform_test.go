@@ -13,6 +13,7 @@ import (
 
 	"github.com/courierlab/courier/invariants"
 	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/platform"
 	"github.com/courierlab/courier/sim"
 )
 
@@ -55,6 +56,14 @@ func TestPlatformWorldValidate(t *testing.T) {
 		{"a reject status the receiver does not answer", "RejectStatuses", func(w *sim.World) {
 			w.HTTP = sim.HTTP{On: true, RejectStatus: 503}
 			w.Platform.Endpoints[0].RejectStatuses = []int{502}
+		}},
+		{"health without a re-enable", "Platform.DisableAfter", func(w *sim.World) { w.Platform.DisableAfter = time.Minute }},
+		{"health faster than its re-enable", "Platform.DisableAfter", func(w *sim.World) {
+			w.Platform.DisableAfter, w.Platform.Reenable = 3*time.Second, 2*time.Second
+		}},
+		{"gone without HTTP", "Gone", func(w *sim.World) {
+			w.Platform.DisableAfter, w.Platform.Reenable = time.Minute, time.Second
+			w.Platform.Endpoints[0].Gone = true
 		}},
 		{"rate limit", "rate_limit", func(w *sim.World) { w.Platform.Endpoints[1].RateLimit = -1 }},
 		{"max attempts", "max_attempts", func(w *sim.World) { w.Platform.Endpoints[1].MaxAttempts = 101 }},
@@ -105,6 +114,40 @@ func TestPlatformWorldIsDeterministic(t *testing.T) {
 		if r.Hash != first.Hash {
 			t.Fatalf("hash %s, then %s: the same seed ran two ways", first.Hash, r.Hash)
 		}
+	}
+}
+
+// In an HTTP world with health, an endpoint whose receiver answers a
+// poison event 410 is disabled by the production health at once, logged
+// as a disable, and enabled again by the operator; and one whose poison
+// event fails (503) for DisableAfter is disabled too; the checker holds.
+func TestPlatformHealthDisables(t *testing.T) {
+	w := platformTestWorld()
+	w.HTTP = sim.HTTP{On: true}
+	w.Receiver.Poison = []string{sim.EventID(2), sim.EventID(3)} // message 1 to endpoints 0 and 1
+	w.Platform.Reenable = 500 * time.Millisecond
+	w.Platform.DisableAfter = 2 * (w.Platform.Reenable + w.LeaseTTL())
+	w.Platform.Endpoints[0].Gone = true
+	r, err := sim.Run(w, 5, sim.Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone, failing, enabled int
+	for _, line := range r.Trace {
+		switch {
+		case strings.Contains(line, "health-disable") && strings.Contains(line, platform.DisabledGone):
+			gone++
+		case strings.Contains(line, "health-disable") && strings.Contains(line, platform.DisabledFailing):
+			failing++
+		case strings.Contains(line, "platform enable"):
+			enabled++
+		}
+	}
+	if gone != 1 || failing < 1 || enabled < gone+failing {
+		t.Errorf("health disabled %d times for gone, %d for failing, and the operator enabled %d; want 1, at least 1, and each enabled again", gone, failing, enabled)
+	}
+	if len(r.Violations) > 0 {
+		t.Errorf("violations: %v", r.Violations)
 	}
 }
 

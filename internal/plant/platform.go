@@ -35,6 +35,10 @@ const (
 	// its HTTP channel, which retries what the endpoint said to reject at
 	// once (platform.StatusPolicy).
 	RejectStatusesDropped Bug = "reject-statuses-dropped"
+	// HealthIgnoresGone: endpoint health does not disable an endpoint
+	// that answered 410 Gone, which goes on being served
+	// (platform.DisableReason).
+	HealthIgnoresGone Bug = "health-ignores-gone"
 )
 
 func init() {
@@ -47,6 +51,7 @@ func init() {
 		MissingIgnoresSince:    "replay-missing",
 		ResumeReplaysAgain:     "replay-since",
 		RejectStatusesDropped:  "channel-true",
+		HealthIgnoresGone:      "disabled-gets-nothing",
 	} {
 		Expected[bug] = rule
 	}
