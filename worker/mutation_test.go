@@ -3,8 +3,10 @@
 // (not replaced by the Poll default), a rebuild reads every page of a
 // stream, a worker claims only what it has room for and does not ask the
 // store when it is full, a receiver's Retry-After hint postpones the
-// retry of a failed attempt, and a policy that fails validation is
-// reported as the policy's fault and its lease given back cleanly.
+// retry of a failed attempt, a policy that fails validation is
+// reported as the policy's fault and its lease given back cleanly, and a
+// record handed over (Enqueued) that the owner knows already costs no
+// read.
 package worker_test
 
 import (
@@ -363,5 +365,26 @@ func TestIdleClockStartsAtTheFirstAdvanceAfterTheQueueEmpties(t *testing.T) {
 	}
 	if want := emptied.Add(2 * time.Second); !releasedAt.Equal(want) {
 		t.Errorf("released at %v, want %v (IdleRelease after the first Advance with the queue empty)", releasedAt, want)
+	}
+}
+
+func TestHandedRecordKnownAlreadyIsNotReadAgain(t *testing.T) {
+	// A producer's hand-over (Enqueued) may come after the owner read the
+	// record itself: here the claim's rebuild. The owner skips it and
+	// reads nothing at its next Advance.
+	e := newEnv(t, nil)
+	r, _, err := e.mem.Enqueue(e.ctx, "s", "e1", []byte("payload of e1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneSend(t, e.advance(), "e1", 1) // claimed and rebuilt: e1 known
+	reads := e.st.calls["Pending"]
+	e.w.Enqueued(r)
+	fx := e.advance() // the same instant: no adoption poll is due
+	if n := e.st.calls["Pending"] - reads; n != 0 {
+		t.Errorf("the owner read the store %d times for a handed record it knew; want none", n)
+	}
+	if len(fx.Sends) != 0 || e.count(worker.Adopted) != 0 {
+		t.Errorf("sends %+v, %d adoptions; want none", fx.Sends, e.count(worker.Adopted))
 	}
 }

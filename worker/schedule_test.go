@@ -3,7 +3,10 @@
 // claimed again when it falls due; a full worker yields a stream it has owned
 // for YieldAfter only when the store grants a waiting stream in its
 // place; a swap whose grant replaces the candidate itself keeps the new
-// lease.
+// lease, and one whose grant replaces a candidate before granting a
+// waiting stream yields the next candidate instead; a stream exactly
+// FarRelease from its next work is kept; WaitBound counts turns of the
+// room.
 package worker_test
 
 import (
@@ -17,13 +20,17 @@ import (
 )
 
 // parkedEnv is a worker whose streams probe 40 s apart, with stream s
-// parked in the store (its one event failed, its circuit open).
-func parkedEnv(t *testing.T) *env {
+// parked in the store (its one event failed, its circuit open). edit, if
+// not nil, changes the worker's config further.
+func parkedEnv(t *testing.T, edit func(*worker.Config)) *env {
 	e := newEnv(t, func(c *worker.Config) {
 		c.Policy = func(string) (machine.Config, error) {
 			p := policy()
 			p.ProbeBaseInterval, p.ProbeMaxInterval = 40*time.Second, 40*time.Second
 			return p, nil
+		}
+		if edit != nil {
+			edit(c)
 		}
 	})
 	e.enqueue("s", "e1")
@@ -46,7 +53,7 @@ func parkedEnv(t *testing.T) *env {
 }
 
 func TestParkedStreamIsReleasedUntilItsProbe(t *testing.T) {
-	e := parkedEnv(t) // FarRelease: LeaseTTL, 30 s
+	e := parkedEnv(t, nil) // FarRelease: LeaseTTL, 30 s
 	fx := e.advance()
 	if len(fx.Probes) != 1 {
 		t.Fatalf("want one probe of the parked stream, got %+v", fx)
@@ -154,6 +161,94 @@ func TestSwapKeepsTheNewLeaseOfAReplacedCandidate(t *testing.T) {
 		t.Errorf("after a renewal: %+v, want a kept under token %d", got, st[0].Token)
 		for _, ev := range e.events {
 			t.Logf("%s %s %s %d %s %v", ev.At.Sub(epoch), ev.Kind, ev.Stream, ev.Token, ev.Detail, ev.Err)
+		}
+	}
+}
+
+func TestFarReleaseIsMoreThanFarReleaseAway(t *testing.T) {
+	// At the first look after the failed probe, the next probe is 39 s
+	// away: a stream exactly FarRelease from its probe is kept, one a
+	// nanosecond further is released.
+	for _, c := range []struct {
+		far  time.Duration
+		kept bool
+	}{{39 * time.Second, true}, {39*time.Second - time.Nanosecond, false}} {
+		e := parkedEnv(t, func(cfg *worker.Config) { cfg.FarRelease = c.far })
+		fx := e.advance()
+		if len(fx.Probes) != 1 {
+			t.Fatalf("want one probe of the parked stream, got %+v", fx)
+		}
+		e.deliver(fx.Probes[0].Reply(channel.Outcome{Result: machine.OutcomeFailed, Status: 503}))
+		e.clock.Advance(time.Second)
+		e.advance()
+		if e.w.Owns("s") != c.kept {
+			t.Errorf("FarRelease %v, probe 39 s away: owned %v, want %v", c.far, e.w.Owns("s"), c.kept)
+		}
+	}
+}
+
+func TestSwapPassesOverACandidateReplacedByTheSameClaim(t *testing.T) {
+	// a and b are owned with an attempt out each. The store's clock runs
+	// past a's lease while the worker's reads 7 s, so the swap's claim
+	// grants a again (due at its attempt's timeout, 30 s) and then c
+	// (enqueued at 31 s). The new lease of a replaces a, which takes no
+	// room; for c the worker yields b, the candidate left, not a.
+	e := newEnv(t, nil)
+	pf := &pendingFault{Store: e.mem}
+	var events []worker.Event
+	w, err := worker.New(worker.Config{Owner: "w2", Store: pf, Policy: func(string) (machine.Config, error) { return policy(), nil },
+		MaxStreams: 2, LeaseTTL: ttl, Poll: time.Second, YieldAfter: 5 * time.Second, RetryAfterFailure: 10 * time.Second,
+		Observer: worker.ObserverFunc(func(ev worker.Event) { events = append(events, ev) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	e.enqueue("a", "a1")
+	oneSend(t, w.Advance(e.ctx, at(0)), "a1", 1)
+	e.clock.Advance(2 * time.Second)
+	e.enqueue("b", "b1")
+	xb := oneSend(t, w.Advance(e.ctx, at(2*time.Second)), "b1", 1)
+	// a's adoption read fails at 3 s: its next look is at 13 s, so the
+	// worker does not read through a's lease before the swap.
+	e.clock.Advance(time.Second)
+	pf.fail = true
+	w.Advance(e.ctx, at(3*time.Second))
+	if pf.fail {
+		t.Fatal("a's adoption read was not tried at 3 s; the test's timing is off")
+	}
+	e.clock.Advance(28 * time.Second) // the store reads 31 s
+	e.enqueue("c", "c1")
+	w.Advance(e.ctx, at(7*time.Second))
+	if !w.Owns("a") || !w.Owns("c") {
+		t.Fatalf("after the swap: owns a %v, c %v; want both", w.Owns("a"), w.Owns("c"))
+	}
+	lost := 0
+	for _, ev := range events {
+		if ev.Kind == worker.LeaseLost && ev.Stream == "a" {
+			lost++
+		}
+	}
+	if lost != 1 {
+		t.Errorf("a's old lease was lost %d times, want once (by the new grant)", lost)
+	}
+	// b yields: given back as soon as its attempt is answered.
+	w.Deliver(e.ctx, at(7*time.Second), xb.Reply(delivered()))
+	if w.Owns("b") {
+		t.Error("b is still owned after its attempt was answered; it was to yield to c")
+	}
+}
+
+func TestWaitBoundCountsTurnsOfTheRoom(t *testing.T) {
+	// One turn of the room is YieldAfter + AttemptTimeout + 2 Polls:
+	// 60 s + 30 s + 2 s here. A stream waits for ⌈streams ÷ room⌉ turns
+	// at most; no room at all counts as one slot.
+	c := worker.Config{YieldAfter: time.Minute, Poll: time.Second}
+	turn := 92 * time.Second
+	for _, k := range []struct{ streams, room, turns int }{
+		{5, 2, 3}, {4, 2, 2}, {1, 3, 1}, {5, 0, 5}, {3, -1, 3},
+	} {
+		if got, want := worker.WaitBound(c, 30*time.Second, k.streams, k.room), time.Duration(k.turns)*turn; got != want {
+			t.Errorf("WaitBound(%d streams, room %d) = %v, want %v", k.streams, k.room, got, want)
 		}
 	}
 }

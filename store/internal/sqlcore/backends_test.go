@@ -9,7 +9,9 @@
 // judge every line of its SQL on both databases. The backends run the same
 // suite in their own packages; this copy is what lets a tool that runs
 // only a package's own tests (coverage per package, mutation testing with
-// scripts/mutation) see the Core tested.
+// scripts/mutation) see the Core tested. TestSaveMovesTheDueInstant
+// checks what the suite leaves implicit: a Save, not only a Release,
+// moves the stream's due instant.
 package sqlcore_test
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/store/pgstore"
 	"github.com/courierlab/courier/store/sqlitestore"
@@ -135,5 +138,69 @@ func TestClaimDueTakesMaxOne(t *testing.T) {
 	}
 	if _, err := s.ClaimDue(t.Context(), "w", time.Minute, 0); !errors.Is(err, store.ErrBadArgument) {
 		t.Errorf("ClaimDue(max 0) = %v, want ErrBadArgument", err)
+	}
+}
+
+// TestSaveMovesTheDueInstant: a Save changes the stream's due instant in
+// its own transaction, so a stream whose lease runs out (no Release to
+// recompute it) is due by what its records say now. Here a's event has
+// an attempt in flight until an hour later, and b's was delivered: once
+// the leases run out, neither is due, and a is due again when its
+// attempt times out.
+func TestSaveMovesTheDueInstant(t *testing.T) {
+	backends := []struct {
+		name string
+		open func(t *testing.T, now func() time.Time) store.Store
+	}{
+		{"sqlite", func(t *testing.T, now func() time.Time) store.Store { return openSQLite(t, now) }},
+		{"postgres", func(t *testing.T, now func() time.Time) store.Store { return openPostgres(t, now) }},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			clock := storetest.NewClock(start)
+			s, ctx := b.open(t, clock.Now), t.Context()
+			// save enqueues stream's one event and saves each edit of it in
+			// turn, as an owner would.
+			save := func(stream string, edits ...func(*machine.Record)) {
+				t.Helper()
+				rec, _, err := s.Enqueue(ctx, stream, stream+"1", []byte("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := s.Acquire(ctx, stream, "w", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rec.Machine()
+				for _, edit := range edits {
+					edit(&r)
+					if err := s.Save(ctx, l, store.UpdatesOf([]machine.Record{r})); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			save("a", func(r *machine.Record) { r.Attempts, r.NextAt = 1, start.Add(time.Hour) })
+			save("b", func(r *machine.Record) { r.Attempts = 1 }, func(r *machine.Record) { r.State = machine.Delivered })
+			claim := func() (streams []string) {
+				t.Helper()
+				leases, err := s.ClaimDue(ctx, "w2", time.Minute, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range leases {
+					streams = append(streams, l.Stream)
+				}
+				return streams
+			}
+			clock.Advance(2 * time.Minute) // both leases ran out
+			if got := claim(); len(got) != 0 {
+				t.Errorf("ClaimDue after the leases ran out granted %v; want nothing due before a's attempt times out", got)
+			}
+			clock.Advance(time.Hour)
+			if got := claim(); len(got) != 1 || got[0] != "a" {
+				t.Errorf("ClaimDue after a's attempt timed out granted %v; want [a]", got)
+			}
+		})
 	}
 }
