@@ -70,6 +70,28 @@ func claimDueKeptBySave(e *env) {
 	}
 }
 
+// claimDueKeptByUnreleasedSave: a Save moves the due instant itself,
+// not the Release after it: a stream whose lease runs out with its only
+// record in retry an hour away is not granted before the retry is due,
+// and is granted at it.
+func claimDueKeptByUnreleasedSave(e *env) {
+	e.enqueue("a", "a1", "p")
+	l := e.acquire("a", "w")
+	r := e.mrec("a1")
+	r.Attempts = 1
+	e.save(l, r)
+	r.State, r.NextAt = machine.Retry, e.clock.Now().Add(time.Hour)
+	e.save(l, r)
+	e.clock.Advance(ttl + tick) // the lease ran out, never released
+	if got := streamsOf(e.claim("c", 10)); len(got) != 0 {
+		e.t.Errorf("ClaimDue with a's retry an hour away and its lease run out = %v, want none", got)
+	}
+	e.clock.Advance(time.Hour)
+	if diff := cmp.Diff([]string{"a"}, streamsOf(e.claim("c", 10)), diffOpts...); diff != "" {
+		e.t.Errorf("ClaimDue when a's retry is due (-want +got):\n%s", diff)
+	}
+}
+
 // releaseUntilHolds: a stream released until an instant is not granted
 // before it, not even when an event is enqueued meanwhile, and is granted
 // at it; Acquire takes it at once all the same; an until already past is

@@ -60,6 +60,7 @@ var checks = []check{
 	{"claim-max-and-name-order", claimMaxAndNameOrder},
 	{"claim-earliest-due-first", claimEarliestDueFirst},
 	{"claim-due-kept-by-save", claimDueKeptBySave},
+	{"claim-due-kept-by-unreleased-save", claimDueKeptByUnreleasedSave},
 	{"release-until-holds", releaseUntilHolds},
 	{"release-until-lifted-by-replay", releaseUntilLiftedByReplay},
 	{"fencing-forged-token", fencingForgedToken},
