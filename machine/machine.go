@@ -273,6 +273,10 @@ func (m *Machine) Stats() Stats { return m.stats }
 // Queued returns the number of events that are not terminal.
 func (m *Machine) Queued() int { return m.queued }
 
+// ProbeOut reports whether a health probe the machine sent awaits its
+// result (until ProbeTimeout counts it failed).
+func (m *Machine) ProbeOut() bool { return m.probeOut }
+
 // Records returns a copy of every record, terminal ones included, in Seq
 // order: what the store should hold after every batch was persisted.
 //

@@ -66,11 +66,15 @@ func (w *Worker) releaseFar(ctx context.Context, st *stream, now time.Time) bool
 	if st.wakeAt.IsZero() || st.wakeAt.Sub(now) <= w.cfg.FarRelease {
 		return false
 	}
-	if st.m.Circuit() != machine.Open || len(st.m.InFlight()) > 0 {
+	if st.m.Circuit() != machine.Open || len(st.m.InFlight()) > 0 || st.m.ProbeOut() {
 		// Only a parked stream: its next owner recovers it open and
 		// probes at once, when the probe falls due, as this owner would
 		// have. A stream in a long backoff is kept: a recovered retry
-		// probes first, which would cost it its retry's timing.
+		// probes first, which would cost it its retry's timing. Nor one
+		// with a probe out: its answer would be dropped, and an owner
+		// that released the stream after each probe (its timeout beyond
+		// FarRelease) would never hear one and never close the circuit
+		// (swarm seed 148331270897: 26s parked after the channel healed).
 		return false
 	}
 	until := st.wakeAt
