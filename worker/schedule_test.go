@@ -252,3 +252,35 @@ func TestWaitBoundCountsTurnsOfTheRoom(t *testing.T) {
 		}
 	}
 }
+
+// A parked stream with a probe out is kept, however far the probe's
+// timeout: released, the probe's answer would be dropped, and owners that
+// released it after each probe would never close the circuit (swarm seed
+// 148331270897, where a producer's resend woke the owner mid-probe).
+func TestParkedStreamWithAProbeOutIsKept(t *testing.T) {
+	e := parkedEnv(t, func(c *worker.Config) {
+		c.FarRelease = time.Second
+		parked := c.Policy
+		c.Policy = func(s string) (machine.Config, error) {
+			p, err := parked(s)
+			p.ProbeTimeout = 10 * time.Second // the probe's timeout is far
+			return p, err
+		}
+	})
+	fx := e.advance()
+	if len(fx.Probes) != 1 {
+		t.Fatalf("want one probe of the parked stream, got %+v", fx)
+	}
+	e.clock.Advance(500 * time.Millisecond)
+	e.enqueue("s", "e2") // a publish wakes the owner while the probe is out
+	e.w.Notify("s")
+	e.advance()
+	if !e.w.Owns("s") {
+		t.Fatal("the worker released a parked stream while its probe was out")
+	}
+	got := e.deliver(fx.Probes[0].Reply(channel.Outcome{Result: machine.OutcomeDelivered, Status: 200}))
+	got.Sends = append(got.Sends, e.advance().Sends...)
+	if len(got.Sends) == 0 {
+		t.Error("after a healthy probe nothing was sent")
+	}
+}
