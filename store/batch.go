@@ -59,3 +59,52 @@ func EnqueueEach(ctx context.Context, s Store, events []NewEvent) []Enqueued {
 	}
 	return out
 }
+
+// LeaseSave is one Save of a batch (BatchSaver): updates through a lease.
+type LeaseSave struct {
+	Lease   Lease
+	Updates []Update
+}
+
+// BatchSaver is a Store that can make several Saves, of one stream or of
+// many, in one transaction: one commit, and one wait for the disk, for
+// all of them (group commit). It is optional: a worker hands the Saves
+// that are ready together to SaveBatch when its store has it, and to Save
+// one at a time otherwise (SaveEach).
+type BatchSaver interface {
+	// SaveBatch makes each save as Save would, in one transaction. Each
+	// save's outcome is its own, in order: one that Save would refuse
+	// (ErrStaleLease, ErrInvalidWrite, ErrBadArgument) gets that error
+	// and changes nothing, and the others are made all the same. So
+	// fencing stays exact per stream: a stale lease fails its own
+	// stream's updates only, never its neighbours' in the batch. Saves
+	// through one lease are made in batch order, each checked against
+	// what the one before it left. The call's own error (the store
+	// unavailable, ctx ended) means that no save was made, or, with
+	// ErrUnknown, that it is not known whether they all were (all or
+	// none). SaveBatch must not keep saves, or anything they point to,
+	// after it returns.
+	SaveBatch(ctx context.Context, saves []LeaseSave) ([]error, error)
+}
+
+// SaveEach makes the saves with s's SaveBatch if it has one, and
+// otherwise with one Save each, in order, and returns each save's error:
+// its own, or the call's (with SaveBatch, an error of the call is every
+// save's).
+func SaveEach(ctx context.Context, s Store, saves []LeaseSave) []error {
+	if b, ok := s.(BatchSaver); ok {
+		out, err := b.SaveBatch(ctx, saves)
+		if err != nil {
+			out = make([]error, len(saves))
+			for i := range out {
+				out[i] = err
+			}
+		}
+		return out
+	}
+	out := make([]error, len(saves))
+	for i, sv := range saves {
+		out[i] = s.Save(ctx, sv.Lease, sv.Updates)
+	}
+	return out
+}
