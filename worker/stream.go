@@ -49,6 +49,9 @@ type stream struct {
 	// being given back to make room (schedule.go).
 	since    time.Time
 	yielding bool
+	// saving: a batch of the stream waits in Worker.saves for its Save
+	// (DeliverAll); the stream is not stepped again until it is made.
+	saving bool
 
 	// due is earliest(draining) as of the last call that acted on the
 	// stream: Advance and Next compare one instant per stream, not five,
@@ -441,26 +444,43 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		w.handOut(st, sends, probes)
 		sends, probes = nil, nil
 	}
-	if len(persist) > 0 {
-		err := w.cfg.Store.Save(ctx, st.lease, updates(persist, ans))
-		switch {
-		case err == nil:
-			w.observe(Event{Kind: Persisted, Stream: st.lease.Stream, Token: st.lease.Token, Records: persist})
-		case plantedActsOn(err):
-			// The planted UnknownSaveActedOn: the batch may not be written.
-		case plantedKeepsMachine(err):
-			// The planted RefusedSaveKeepsMachine: no sends, but the
-			// machine stays, past what the store holds, and the failure
-			// goes unreported.
-			st.wakeAt = b.WakeAt
-			return true
-		default:
-			w.saveFailed(st, now, err)
-			return false
-		}
+	sv := pendingSave{st: st, lease: st.lease, persist: persist, sends: sends, probes: probes, wake: b.WakeAt}
+	if len(persist) == 0 {
+		return w.saved(now, sv, nil)
 	}
-	w.handOut(st, sends, probes)
-	st.wakeAt = plantedWake(b.WakeAt)
+	sv.ups = updates(persist, ans)
+	if w.batching {
+		st.saving = true
+		w.saves = append(w.saves, sv)
+		return true // the machine stays unless the batch's Save refuses it
+	}
+	return w.saved(now, sv, w.cfg.Store.Save(ctx, sv.lease, sv.ups))
+}
+
+// saved carries out what follows a batch's Save, which returned err (nil
+// for a batch with nothing to persist): the sends and probes go out and
+// the machine waits for its WakeAt, or, if the Save failed, the batch is
+// not acted on. It reports whether the machine is still there.
+func (w *Worker) saved(now time.Time, sv pendingSave, err error) bool {
+	st := sv.st
+	switch {
+	case err == nil && len(sv.persist) > 0:
+		w.observe(Event{Kind: Persisted, Stream: sv.lease.Stream, Token: sv.lease.Token, Records: sv.persist})
+	case err == nil:
+	case plantedActsOn(err):
+		// The planted UnknownSaveActedOn: the batch may not be written.
+	case plantedKeepsMachine(err):
+		// The planted RefusedSaveKeepsMachine: no sends, but the
+		// machine stays, past what the store holds, and the failure
+		// goes unreported.
+		st.wakeAt = sv.wake
+		return true
+	default:
+		w.saveFailed(st, now, err)
+		return false
+	}
+	w.handOut(st, sv.sends, sv.probes)
+	st.wakeAt = plantedWake(sv.wake)
 	return true
 }
 

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 )
@@ -181,6 +179,10 @@ type Worker struct {
 	origin   time.Time // the first clock reading: the poll grid's origin
 	draining bool
 	out      Effects // what the current call hands out
+	// batching is set while DeliverAll runs: a batch's Save waits in
+	// saves, to be made with the others in one store call (deliver.go).
+	batching bool
+	saves    []pendingSave
 	// policies keeps Policy's answers under the planted bugs PolicyCached
 	// and PauseSticky (planted.go); nil otherwise.
 	policies map[string]machine.Config
@@ -273,51 +275,6 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
 		w.purge(ctx, now)
 	}
-	return w.flush()
-}
-
-// Deliver hands a Send's or Probe's outcome to the machine that asked for
-// it and carries out what follows. A reply for a stream the worker no
-// longer owns, or for a machine it has since rebuilt, is dropped.
-func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effects {
-	now := w.clock(reading)
-	st := w.streams[r.Stream]
-	if st != nil {
-		defer w.reschedule(st)
-	}
-	if st != nil && !w.renewedBeforeReply(ctx, st, now) {
-		st = nil // lost: the reply is dropped below
-	}
-	if st == nil || st.m == nil || st.gen != r.Gen {
-		w.observe(Event{Kind: ReplyDropped, Stream: r.Stream, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome,
-			Detail: "the machine that asked for it is gone"})
-		return w.flush()
-	}
-	var in machine.Input
-	if r.Probe != 0 {
-		if w.draining || st.closing != "" {
-			return w.flush() // nothing new goes out while draining
-		}
-		w.observe(Event{Kind: ProbeReplied, Stream: r.Stream, Token: st.lease.Token, Outcome: r.Outcome, Detail: strconv.FormatUint(r.Probe, 10)})
-		in = machine.ProbeResult{At: now, N: r.Probe, Healthy: r.Outcome.Result == machine.OutcomeDelivered}
-	} else {
-		retryAfter := plantedRetryAfter(r.Outcome.RetryAfter)
-		if r.Outcome.Result != machine.OutcomeFailed || retryAfter < 0 {
-			retryAfter = 0 // a hint goes only with a retryable failure
-		}
-		w.observe(Event{Kind: Replied, Stream: r.Stream, Token: st.lease.Token, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome})
-		in = machine.Result{At: now, ID: r.ID, Attempt: r.Attempt, Outcome: r.Outcome.Result, RetryAfter: retryAfter}
-		w.stepAnswer(ctx, st, now, in, &answer{id: r.ID, outcome: store.Outcome{
-			Attempt: r.Attempt,
-			Status:  r.Outcome.Status,
-			Detail:  channel.Truncate(strings.ToValidUTF8(r.Outcome.Detail, "?")),
-		}})
-		if !st.gone && st.closing != "" {
-			w.closeIfDone(ctx, st, now)
-		}
-		return w.flush()
-	}
-	w.step(ctx, st, now, in)
 	return w.flush()
 }
 

@@ -1,0 +1,151 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/courierlab/courier/machine"
+	"github.com/courierlab/courier/store"
+	"github.com/courierlab/courier/worker"
+)
+
+// batchStore is faultStore with a SaveBatch that makes each save through
+// faultStore's Save (so the tests' faults apply), records the batches'
+// sizes, and fails a whole call with failBatch.
+type batchStore struct {
+	*faultStore
+	batches   []int
+	failBatch error
+}
+
+func (b *batchStore) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error, error) {
+	b.batches = append(b.batches, len(saves))
+	if b.failBatch != nil {
+		return nil, b.failBatch
+	}
+	out := make([]error, len(saves))
+	for i, sv := range saves {
+		out[i] = b.faultStore.Save(ctx, sv.Lease, sv.Updates)
+	}
+	return out, nil
+}
+
+// newBatchEnv is newEnv over a batchStore, with three streams of two
+// events each, each stream's first attempt handed out.
+func newBatchEnv(t *testing.T) (*env, *batchStore, []worker.Send) {
+	t.Helper()
+	var bs *batchStore
+	e := newEnv(t, func(c *worker.Config) {
+		bs = &batchStore{faultStore: c.Store.(*faultStore)}
+		c.Store = bs
+	})
+	for _, s := range []string{"a", "b", "c"} {
+		e.enqueue(s, s+"1")
+		e.enqueue(s, s+"2")
+	}
+	fx := e.advance()
+	if len(fx.Sends) != 3 {
+		t.Fatalf("want the first attempt of each of 3 streams, got %+v", fx.Sends)
+	}
+	return e, bs, fx.Sends
+}
+
+func repliesTo(sends []worker.Send) []worker.Reply {
+	out := make([]worker.Reply, len(sends))
+	for i, x := range sends {
+		out[i] = x.Reply(delivered())
+	}
+	return out
+}
+
+// Replies of several streams delivered together are persisted in one
+// store call, and each stream's next attempt goes out after it.
+func TestRepliesOfSeveralStreamsShareOneSave(t *testing.T) {
+	e, bs, sends := newBatchEnv(t)
+	saves := e.st.calls["Save"]
+	fx := e.w.DeliverAll(e.ctx, e.now(), repliesTo(sends))
+	if len(bs.batches) != 1 || bs.batches[0] != 3 {
+		t.Fatalf("three streams' batches went to the store as %v, want one SaveBatch of 3", bs.batches)
+	}
+	if got := e.st.calls["Save"] - saves; got != 3 {
+		t.Fatalf("the batch made %d saves, want 3", got)
+	}
+	if len(fx.Sends) != 3 {
+		t.Fatalf("want each stream's second attempt, got %+v", fx.Sends)
+	}
+	for _, x := range fx.Sends {
+		r := e.record(x.ID)
+		if r.Attempts != 1 {
+			t.Errorf("%s handed out with %d attempts persisted, want 1", x.ID, r.Attempts)
+		}
+		if first := e.record(x.Stream + "1"); first.State != machine.Delivered {
+			t.Errorf("%s is %s, want delivered", first.ID, first.State)
+		}
+	}
+}
+
+// A stale lease in the middle of a batch loses its own stream only: the
+// neighbours' batches are saved and their sends go out.
+func TestStaleLeaseInABatchLosesItsStreamOnly(t *testing.T) {
+	e, _, sends := newBatchEnv(t)
+	l := store.Lease{Stream: "b", Owner: "w1", Token: sends[1].Token}
+	if err := e.mem.Release(e.ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	fx := e.w.DeliverAll(e.ctx, e.now(), repliesTo(sends))
+	if len(fx.Sends) != 2 || fx.Sends[0].ID != "a2" || fx.Sends[1].ID != "c2" {
+		t.Fatalf("want the second attempts of a and c only, got %+v", fx.Sends)
+	}
+	if e.w.Owns("b") || !e.w.Owns("a") || !e.w.Owns("c") {
+		t.Fatalf("owns a=%v b=%v c=%v: want b lost, a and c kept", e.w.Owns("a"), e.w.Owns("b"), e.w.Owns("c"))
+	}
+	if r := e.record("b1"); r.State != machine.Pending {
+		t.Fatalf("b1 is %s: the fenced-off save changed the store", r.State)
+	}
+}
+
+// A batch call that fails hands nothing out: no stream's attempt is known
+// to be durable.
+func TestFailedBatchHandsNothingOut(t *testing.T) {
+	e, bs, sends := newBatchEnv(t)
+	bs.failBatch = fmt.Errorf("%w: connection reset", store.ErrUnknown)
+	fx := e.w.DeliverAll(e.ctx, e.now(), repliesTo(sends))
+	if len(fx.Sends)+len(fx.Probes) != 0 {
+		t.Fatalf("a failed batch handed out %+v", fx)
+	}
+	if got := e.count(worker.StoreFailed); got != 3 {
+		t.Fatalf("%d store failures reported, want one per stream of the batch", got)
+	}
+	for _, s := range e.w.Streams() {
+		if s.Circuit != 0 {
+			t.Errorf("stream %s kept its machine after a save of unknown outcome", s.Stream)
+		}
+	}
+}
+
+// Two replies of one stream in one call: the first's batch is saved
+// before the machine steps again, so each save is checked against the
+// one before it.
+func TestSecondReplyOfAStreamSavesTheFirstBatchFirst(t *testing.T) {
+	e, bs, sends := newBatchEnv(t)
+	fx := e.w.DeliverAll(e.ctx, e.now(), repliesTo(sends[:1]))
+	second := oneSend(t, fx, "a2", 1)
+	bs.batches = nil
+	// b's reply, a2's, a2's again (a duplicate: the machine ignores it,
+	// but a's batch must be saved before it steps), then c's.
+	rs := []worker.Reply{sends[1].Reply(delivered()), second.Reply(delivered()), second.Reply(delivered()), sends[2].Reply(delivered())}
+	fx = e.w.DeliverAll(e.ctx, e.now(), rs)
+	if fmt.Sprint(bs.batches) != "[2 1]" {
+		t.Fatalf("batches %v, want [2 1]: b and a, then c after a's second reply", bs.batches)
+	}
+	if r := e.record("a2"); r.State != machine.Delivered {
+		t.Fatalf("a2 is %s, want delivered", r.State)
+	}
+	if len(fx.Sends) != 2 {
+		t.Fatalf("want b2 and c2, got %+v", fx.Sends)
+	}
+	if e.count(worker.Faulted) != 0 {
+		t.Fatalf("the duplicate reply faulted a machine")
+	}
+}
