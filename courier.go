@@ -39,6 +39,12 @@ type Config struct {
 	// MaxInFlight bounds the sends and probes in flight at once, over all
 	// streams. Zero means 64.
 	MaxInFlight int
+	// MaxBatch bounds the replies a worker persists in one store call:
+	// those that came in while it was busy go to the store together
+	// (worker.Worker.DeliverAll), one commit for all of them when the
+	// store is a store.BatchSaver. No reply waits for others to come.
+	// Zero means 128.
+	MaxBatch int
 	// StoreTimeout bounds each round of store calls (one Advance or one
 	// reply's batch). Zero means 10s.
 	StoreTimeout time.Duration
@@ -104,6 +110,8 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("%w: Workers is %d; must be within [0, Worker.MaxStreams = %d]", worker.ErrInvalidConfig, cfg.Workers, cfg.Worker.MaxStreams)
 	case cfg.MaxInFlight < 0:
 		return nil, fmt.Errorf("%w: MaxInFlight is %d; must not be negative", worker.ErrInvalidConfig, cfg.MaxInFlight)
+	case cfg.MaxBatch < 0:
+		return nil, fmt.Errorf("%w: MaxBatch is %d; must not be negative", worker.ErrInvalidConfig, cfg.MaxBatch)
 	case cfg.StoreTimeout < 0 || cfg.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: StoreTimeout and ShutdownTimeout must not be negative", worker.ErrInvalidConfig)
 	}
@@ -112,6 +120,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = 64
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 128
 	}
 	if cfg.StoreTimeout == 0 {
 		cfg.StoreTimeout = 10 * time.Second
@@ -378,7 +389,7 @@ func (l *loop) run(stop <-chan struct{}, draining bool) {
 			return
 		case r := <-l.sh.repl:
 			l.inFlight--
-			l.deliver(r)
+			l.deliver(l.gather(r))
 		case <-l.sh.kick:
 			l.s.mu.Lock()
 			for _, rec := range l.sh.handed {
@@ -405,21 +416,36 @@ func (l *loop) due() (now, next time.Time, due bool) {
 	return now, next, !next.IsZero() && !next.After(now)
 }
 
-// takeReplies delivers the replies that are waiting and says how many it
-// took: no more than were in flight when it started, so that the answers
-// to the sends it starts cannot hold the timed work off for ever.
+// takeReplies delivers the replies that are waiting, in one batch, and
+// says how many it took: no more than were in flight when it started, so
+// that the answers to the sends it starts cannot hold the timed work off
+// for ever.
 func (l *loop) takeReplies() int {
-	n := 0
-	for out := l.inFlight; n < out; n++ {
+	select {
+	case r := <-l.sh.repl:
+		l.inFlight--
+		rs := l.gather(r)
+		l.deliver(rs)
+		return len(rs)
+	default:
+		return 0
+	}
+}
+
+// gather returns r and the replies waiting behind it, MaxBatch at most:
+// what one DeliverAll persists in one store call. It waits for none.
+func (l *loop) gather(r worker.Reply) []worker.Reply {
+	rs := []worker.Reply{r}
+	for len(rs) < l.s.cfg.MaxBatch {
 		select {
 		case r := <-l.sh.repl:
 			l.inFlight--
-			l.deliver(r)
+			rs = append(rs, r)
 		default:
-			return n
+			return rs
 		}
 	}
-	return n
+	return rs
 }
 
 // advance runs the worker's timed work, its store calls bounded by
@@ -434,12 +460,12 @@ func (l *loop) advance(now time.Time) {
 	}
 }
 
-// deliver hands a reply to the worker, its store calls bounded by
+// deliver hands replies to the worker, their store calls bounded by
 // StoreTimeout.
-func (l *loop) deliver(r worker.Reply) {
+func (l *loop) deliver(rs []worker.Reply) {
 	ctx, cancel := context.WithTimeout(l.base, l.s.cfg.StoreTimeout)
 	defer cancel()
-	l.dispatch(l.sh.w.Deliver(ctx, time.Now(), r))
+	l.dispatch(l.sh.w.DeliverAll(ctx, time.Now(), rs))
 }
 
 // dispatch starts one goroutine per send and probe; each hands its

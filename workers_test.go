@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +111,14 @@ func TestWorkersConfigRefused(t *testing.T) {
 		if !errors.Is(err, worker.ErrInvalidConfig) {
 			t.Errorf("Workers %d with MaxStreams 2: err %v; want worker.ErrInvalidConfig", n, err)
 		}
+	}
+}
+
+func TestNegativeMaxBatchRefused(t *testing.T) {
+	base := worker.Config{Owner: "p", Store: nil, MaxStreams: 2, LeaseTTL: time.Second, Poll: time.Second,
+		Policy: func(string) (machine.Config, error) { return machine.DefaultConfig(), nil }}
+	_, err := courier.New(courier.Config{Worker: base, MaxBatch: -1, Channel: &orderedReceiver{}})
+	if !errors.Is(err, worker.ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxBatch") {
+		t.Errorf("MaxBatch -1: err %v; want worker.ErrInvalidConfig naming MaxBatch", err)
 	}
 }
