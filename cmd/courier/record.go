@@ -29,17 +29,19 @@ type recorder struct {
 	// held are the entries waiting, in the log's order, behind the
 	// persists of a Save whose worker has not yet stamped them: its
 	// Persisted event stamps them with the clock reading its machine
-	// stepped with (see recordingStore.Save). Each worker (owner) has at
-	// most one Save unstamped; the entries of the others, and everything
-	// logged meanwhile, wait behind it.
+	// stepped with (see recordingStore.Save). Each lease (owner and
+	// token) has at most one Save unstamped; the entries of the others,
+	// and everything logged meanwhile, wait behind it.
 	held []heldEntry
 }
 
 // heldEntry is an entry waiting in recorder.held: unstamped if it is a
-// persist of owner's latest Save, not yet stamped.
+// persist of the latest Save through owner's lease token, not yet
+// stamped.
 type heldEntry struct {
 	e         invariants.Entry
 	owner     string
+	token     uint64
 	unstamped bool
 }
 
@@ -63,22 +65,24 @@ func (r *recorder) emitLocked(e invariants.Entry) {
 	r.run.Add(e)
 }
 
-// holdLocked keeps the persists of owner's Save until its Persisted
-// event. An earlier Save of owner's whose event never came (the worker
-// reports every Save that returned nil, so none should) is released
-// first, stamped now.
-func (r *recorder) holdLocked(owner string, persists []invariants.Entry) {
-	r.releaseLocked(owner, time.Now())
+// holdLocked keeps the persists of a Save through owner's lease token
+// until its Persisted event. An earlier Save through the same lease
+// whose event never came (the worker reports every Save that returned
+// nil, so none should) is released first, stamped now. A worker saving
+// several streams' batches at once (worker.Worker.DeliverAll) has one
+// Save unstamped per lease, each stamped by its own event.
+func (r *recorder) holdLocked(owner string, token uint64, persists []invariants.Entry) {
+	r.releaseLocked(owner, token, time.Now())
 	for _, e := range persists {
-		r.held = append(r.held, heldEntry{e: e, owner: owner, unstamped: true})
+		r.held = append(r.held, heldEntry{e: e, owner: owner, token: token, unstamped: true})
 	}
 }
 
-// releaseLocked stamps owner's held persists at, then logs what is held
-// up to the first persist another worker has not stamped yet, in order.
-func (r *recorder) releaseLocked(owner string, at time.Time) {
+// releaseLocked stamps the held persists of owner's lease token at, then
+// logs what is held up to the first persist not stamped yet, in order.
+func (r *recorder) releaseLocked(owner string, token uint64, at time.Time) {
 	for i := range r.held {
-		if h := &r.held[i]; h.unstamped && h.owner == owner {
+		if h := &r.held[i]; h.unstamped && h.owner == owner && h.token == token {
 			h.e.At, h.unstamped = at, false
 		}
 	}
@@ -112,7 +116,7 @@ func (r *recorder) observer() worker.Observer {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if ev.Kind == worker.Persisted {
-			r.releaseLocked(ev.Owner, ev.At)
+			r.releaseLocked(ev.Owner, ev.Token, ev.At)
 			return
 		}
 		for _, e := range observe.Worker(nil, ev.Owner, ev) {
@@ -204,7 +208,25 @@ func (s recordingStore) Renew(ctx context.Context, l store.Lease, ttl time.Durat
 func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Update) error {
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	err := s.Store.Save(ctx, l, ups)
+	return s.logSaveLocked(ctx, l, ups, s.Store.Save(ctx, l, ups))
+}
+
+// SaveBatch implements store.BatchSaver as the store below does
+// (store.SaveEach), and logs each save as Save does, in batch order.
+func (s recordingStore) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error, error) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	errs := store.SaveEach(ctx, s.Store, saves)
+	for i, sv := range saves {
+		errs[i] = s.logSaveLocked(ctx, sv.Lease, sv.Updates, errs[i])
+	}
+	return errs, nil
+}
+
+// logSaveLocked logs a Save through l that returned err: a refused write,
+// or the persists it made, held until the worker stamps them. It returns
+// the error the Save's caller gets.
+func (s recordingStore) logSaveLocked(ctx context.Context, l store.Lease, ups []store.Update, err error) error {
 	switch {
 	case errors.Is(err, store.ErrInvalidWrite):
 		s.rec.addLocked(invariants.Entry{Kind: invariants.WriteRejected, Worker: l.Owner, Token: l.Token, Detail: err.Error()})
@@ -226,7 +248,7 @@ func (s recordingStore) Save(ctx context.Context, l store.Lease, ups []store.Upd
 		m := r.Machine()
 		persists = append(persists, invariants.Entry{Kind: invariants.Persisted, Worker: l.Owner, Token: l.Token, ID: m.ID, Seq: m.Seq, Record: m})
 	}
-	s.rec.holdLocked(l.Owner, persists)
+	s.rec.holdLocked(l.Owner, l.Token, persists)
 	return nil
 }
 

@@ -99,11 +99,11 @@ func TestRecorderStampsEachWorkersSaves(t *testing.T) {
 	}
 	// b's worker reports first: a's persist, durable first, still holds
 	// the log.
-	obs.Observe(worker.Event{Kind: worker.Persisted, At: readings[1], Owner: "p/b", Stream: "b", Records: recs[1:]})
+	obs.Observe(worker.Event{Kind: worker.Persisted, At: readings[1], Owner: "p/b", Stream: "b", Token: leases[1].Token, Records: recs[1:]})
 	if n := len(rec.run.Entries); n != 4 {
 		t.Fatalf("%d entries logged before a's worker reported; want the 4 before a's Save", n)
 	}
-	obs.Observe(worker.Event{Kind: worker.Persisted, At: readings[0], Owner: "p/a", Stream: "a", Records: recs[:1]})
+	obs.Observe(worker.Event{Kind: worker.Persisted, At: readings[0], Owner: "p/a", Stream: "a", Token: leases[0].Token, Records: recs[:1]})
 	var got []string
 	for _, e := range rec.run.Entries {
 		if e.Kind == invariants.Persisted && e.Worker != "store" {
@@ -119,5 +119,49 @@ func TestRecorderStampsEachWorkersSaves(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "p/a" || got[1] != "p/b" {
 		t.Errorf("persists logged by %v; want [p/a p/b], the store's order", got)
+	}
+}
+
+// TestRecorderStampsEachLeasesSave: one worker saves two streams'
+// batches in one call (worker.Worker.DeliverAll) before it reports
+// either; each persist gets its own event's reading, not the time the
+// next Save came.
+func TestRecorderStampsEachLeasesSave(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	st := recordingStore{Store: memstore.New(time.Now), rec: rec}
+	obs := rec.observer()
+	readings := map[string]time.Time{"a1": time.Now().Add(-2 * time.Second), "b1": time.Now().Add(-time.Second)}
+	var events []worker.Event
+	for _, s := range []string{"a", "b"} {
+		r, _, err := st.Enqueue(ctx, s, s+"1", []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := st.Acquire(ctx, s, "p", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := r.Machine()
+		m.Attempts = 1
+		if err := st.Save(ctx, l, store.UpdatesOf([]machine.Record{m})); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, worker.Event{Kind: worker.Persisted, At: readings[m.ID], Owner: "p", Stream: s, Token: l.Token, Records: []machine.Record{m}})
+	}
+	for _, ev := range events {
+		obs.Observe(ev)
+	}
+	n := 0
+	for _, e := range rec.run.Entries {
+		if e.Kind == invariants.Persisted && e.Worker == "p" {
+			n++
+			if !e.At.Equal(readings[e.ID]) {
+				t.Errorf("%s's persist stamped %v; want its event's reading %v", e.ID, e.At, readings[e.ID])
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d persists of p logged; want 2", n)
 	}
 }
