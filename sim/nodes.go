@@ -317,7 +317,7 @@ func (s *sim) advance(n *node) {
 // advanceAt calls n's worker's Advance at its clock reading at.
 func (s *sim) advanceAt(n *node, at time.Time) {
 	inc, start := n.inc, s.elapsed
-	s.slowed = false
+	s.slowed, s.saved = false, s.saved[:0]
 	fx := n.w.Advance(bg, at)
 	s.called(n, inc, at.Add(s.elapsed-start), fx)
 }
@@ -325,7 +325,7 @@ func (s *sim) advanceAt(n *node, at time.Time) {
 // deliver hands n's worker the outcome of one of its sends or probes.
 func (s *sim) deliver(n *node, r worker.Reply) {
 	at, inc, start := s.clock(n), n.inc, s.elapsed
-	s.slowed = false
+	s.slowed, s.saved = false, s.saved[:0]
 	fx := n.w.Deliver(bg, at, r)
 	s.called(n, inc, at.Add(s.elapsed-start), fx)
 }
@@ -482,7 +482,7 @@ func (s *sim) observed(n *node, ev *worker.Event) {
 	}
 	i, at := s.streamIndex(ev.Stream), s.now
 	if ev.Kind == worker.Persisted {
-		at = s.savedAt // the store wrote them then (slow.go)
+		at = s.savedFor(ev.Token) // the store wrote them then (slow.go)
 	}
 	s.observing = observe.Worker(s.observing[:0], n.name, *ev)
 	for _, e := range s.observing {

@@ -140,10 +140,12 @@ type sim struct {
 	rSlow     *rand.Rand
 	slowCalls int
 	slowed    bool
-	// savedAt is when the store made the last Save of a worker: the
-	// instant its records were persisted, which a slow reply may have
-	// held the world past by the time the worker reports them.
-	savedAt time.Time
+	// saved are the Saves the store made in the worker call under way,
+	// in order, each with the instant its records were persisted: a
+	// slow call may have held the world past it by the time the worker
+	// reports them (one worker call may save several streams' batches,
+	// worker.Worker.DeliverAll).
+	saved []savedAt
 	// paused counts, by stream index, the operator's pauses in force
 	// (World.Operator.Pauses): the stream's Policy refuses it meanwhile.
 	paused []int

@@ -99,3 +99,26 @@ func (s *sim) hold(d time.Duration) {
 		s.now = Epoch.Add(s.elapsed)
 	}
 }
+
+// savedAt is when the store made a Save through the lease token.
+type savedAt struct {
+	token uint64
+	at    time.Time
+}
+
+// noteSaved notes that the store made a Save through token now.
+func (s *sim) noteSaved(token uint64) {
+	s.saved = append(s.saved, savedAt{token: token, at: s.now})
+}
+
+// savedFor takes the instant of the earliest Save through token in the
+// worker call under way; the current instant if none is noted.
+func (s *sim) savedFor(token uint64) time.Time {
+	for i, sv := range s.saved {
+		if sv.token == token {
+			s.saved = append(s.saved[:i], s.saved[i+1:]...)
+			return sv.at
+		}
+	}
+	return s.now
+}

@@ -150,7 +150,7 @@ func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update
 		return s.callErr(ns.n, f, "Save")
 	}
 	err := ns.fenced(ns.Store.Save(ctx, l, ups))
-	s.savedAt = s.now // before a slow reply's hold: when the store wrote
+	s.noteSaved(l.Token) // before a slow reply's hold: when the store wrote
 	if err != nil || f == callOK {
 		return err
 	}
