@@ -86,6 +86,7 @@ func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 	errs := store.SaveEach(ctx, w.cfg.Store, batch)
 	for i, sv := range waiting {
 		w.saved(now, sv, errs[i])
+		w.reschedule(sv.st)
 	}
 }
 
@@ -124,4 +125,14 @@ func (w *Worker) deliverOne(ctx context.Context, now time.Time, r Reply) (named 
 		Detail:  channel.Truncate(strings.ToValidUTF8(r.Outcome.Detail, "?")),
 	}})
 	return named, true
+}
+
+// settle makes the waiting Saves when st's batch is among them: before
+// any other store call about st, and before its machine steps again, so
+// that each call sees what the batch wrote (or the stream lost, if the
+// store refused it).
+func (w *Worker) settle(ctx context.Context, st *stream) {
+	if st.saving {
+		w.saveWaiting(ctx, w.now)
+	}
 }

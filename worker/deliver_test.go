@@ -48,6 +48,10 @@ func newBatchEnv(t *testing.T) (*env, *batchStore, []worker.Send) {
 	if len(fx.Sends) != 3 {
 		t.Fatalf("want the first attempt of each of 3 streams, got %+v", fx.Sends)
 	}
+	if fmt.Sprint(bs.batches) != "[3]" {
+		t.Fatalf("the claim of 3 streams saved their first batches as %v, want one SaveBatch of 3", bs.batches)
+	}
+	bs.batches = nil
 	return e, bs, fx.Sends
 }
 

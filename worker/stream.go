@@ -133,12 +133,17 @@ func (w *Worker) advanceStream(ctx context.Context, st *stream, now time.Time) {
 			return
 		}
 	}
+	if st.saving {
+		w.tails = append(w.tails, st) // idle and far release judge the saved machine
+		return
+	}
 	w.idle(ctx, st, now)
 	w.releaseFar(ctx, st, now)
 }
 
 // renew extends the lease. It reports false if the stream was lost.
 func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
+	w.settle(ctx, st)
 	l, err := w.cfg.Store.Renew(ctx, st.lease, w.cfg.LeaseTTL)
 	switch {
 	case errors.Is(err, store.ErrStaleLease):
@@ -169,6 +174,7 @@ func (w *Worker) renew(ctx context.Context, st *stream, now time.Time) bool {
 // whether the lease is held; a renewal that succeeds asks Policy again,
 // as every renewal does.
 func (w *Worker) lastRenewal(ctx context.Context, st *stream, now time.Time) bool {
+	w.settle(ctx, st)
 	l, err := w.cfg.Store.Renew(ctx, st.lease, w.cfg.LeaseTTL)
 	switch {
 	case errors.Is(err, store.ErrStaleLease):
@@ -270,6 +276,7 @@ func (w *Worker) idle(ctx context.Context, st *stream, now time.Time) {
 // pending reads the stream's non-terminal records with Seq above after,
 // page by page (PageSize records per store call).
 func (w *Worker) pending(ctx context.Context, st *stream, after uint64) ([]machine.Record, error) {
+	w.settle(ctx, st)
 	var all []machine.Record
 	for {
 		page, err := w.cfg.Store.Pending(ctx, st.lease, after, w.cfg.PageSize)
@@ -303,6 +310,7 @@ func (w *Worker) readFailed(st *stream, now time.Time, err error) bool {
 // rebuild recovers a machine from the store's records and carries out its
 // first batch. It reports whether the stream has a machine afterwards.
 func (w *Worker) rebuild(ctx context.Context, st *stream, now time.Time) bool {
+	w.settle(ctx, st)
 	st.m, st.wakeAt, st.idleSince = nil, time.Time{}, time.Time{}
 	recs, err := w.pending(ctx, st, 0)
 	if err != nil {
@@ -346,8 +354,7 @@ func (w *Worker) adoptHanded(ctx context.Context, st *stream, now time.Time) boo
 			return true
 		}
 		st.lastSeq = r.Seq
-		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
-		if !w.step(ctx, st, now, machine.Adopt{At: now, Record: r}) {
+		if !w.adoptOne(ctx, st, now, r) {
 			return false
 		}
 	}
@@ -370,12 +377,24 @@ func (w *Worker) adopt(ctx context.Context, st *stream, now time.Time) bool {
 			return w.rebuild(ctx, st, now)
 		}
 		st.lastSeq = max(st.lastSeq, r.Seq)
-		w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
-		if !w.step(ctx, st, now, machine.Adopt{At: now, Record: r}) {
+		if !w.adoptOne(ctx, st, now, r) {
 			return false
 		}
 	}
 	return true
+}
+
+// adoptOne hands the machine one new record. The batch of the stream's
+// last step, if it waits, is saved first: what the machine knew before
+// the adoption (a probe it sent, say) is durable before the adoption is
+// reported. It reports whether the machine is still there.
+func (w *Worker) adoptOne(ctx context.Context, st *stream, now time.Time, r machine.Record) bool {
+	w.settle(ctx, st)
+	if st.gone || st.m == nil {
+		return false
+	}
+	w.observe(Event{Kind: Adopted, Stream: st.lease.Stream, Token: st.lease.Token, ID: r.ID, Seq: r.Seq})
+	return w.step(ctx, st, now, machine.Adopt{At: now, Record: r})
 }
 
 // answer is the channel's outcome of one attempt, kept with the record the
@@ -399,6 +418,10 @@ func (w *Worker) step(ctx context.Context, st *stream, now time.Time, in machine
 // readings it gave. So the machine never refuses in as earlier than its
 // clock (TestClockSteppedBackIsHeldAtTheLatestReading).
 func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in machine.Input, ans *answer) bool {
+	w.settle(ctx, st)
+	if st.gone || st.m == nil {
+		return false // the batch that waited was refused
+	}
 	b, err := st.m.Step(in)
 	if err != nil {
 		w.observe(Event{Kind: Faulted, Stream: st.lease.Stream, Err: err})
@@ -478,6 +501,9 @@ func (w *Worker) saved(now time.Time, sv pendingSave, err error) bool {
 	default:
 		w.saveFailed(st, now, err)
 		return false
+	}
+	if st.gone {
+		return false // lost meanwhile: its sends must not go out
 	}
 	w.handOut(st, sv.sends, sv.probes)
 	st.wakeAt = plantedWake(sv.wake)

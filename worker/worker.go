@@ -183,6 +183,7 @@ type Worker struct {
 	// saves, to be made with the others in one store call (deliver.go).
 	batching bool
 	saves    []pendingSave
+	tails    []*stream // streams whose idle and far release wait for their saves (Advance)
 	// policies keeps Policy's answers under the planted bugs PolicyCached
 	// and PauseSticky (planted.go); nil otherwise.
 	policies map[string]machine.Config
@@ -246,10 +247,13 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	now := w.clock(reading)
-	// The pass walks order itself, by index, with no copy: advancing a
-	// stream may remove that stream from order (lost or released), never
-	// another, and adds none (claims come after the pass), so a stream
-	// gone leaves the next one at its index.
+	w.batching = true
+	defer func() { w.batching = false }()
+	// The pass walks order itself, by index, with no copy. It adds no
+	// stream (claims come after it), but advancing a stream may remove
+	// it from order (lost or released), or remove another whose batch
+	// the store refused (the waiting batches are saved together), so
+	// the next stream is found by name.
 	for i := 0; i < len(w.order); {
 		st := w.order[i]
 		switch {
@@ -261,10 +265,17 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 			w.idle(ctx, st, now)
 			w.reschedule(st)
 		}
+		i = w.after(st.lease.Stream)
+	}
+	w.saveWaiting(ctx, now)
+	for _, st := range w.tails {
 		if !st.gone {
-			i++
+			w.idle(ctx, st, now)
+			w.releaseFar(ctx, st, now)
+			w.reschedule(st)
 		}
 	}
+	w.tails = nil
 	switch {
 	case w.draining || now.Before(w.claimAt):
 	case len(w.order) < w.cfg.MaxStreams:
@@ -272,6 +283,7 @@ func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	default:
 		w.swap(ctx, now) // full: rotate (schedule.go)
 	}
+	w.saveWaiting(ctx, now) // the batches of the streams just claimed
 	if !w.draining && w.cfg.Retention > 0 && !now.Before(w.purgeAt) {
 		w.purge(ctx, now)
 	}
@@ -478,6 +490,16 @@ func (w *Worker) adoptLease(ctx context.Context, l store.Lease, now time.Time) {
 	w.reschedule(st)
 }
 
+// after is the index in order of the first owned stream whose name
+// follows name.
+func (w *Worker) after(name string) int {
+	i, found := slices.BinarySearchFunc(w.order, name, func(a *stream, name string) int { return strings.Compare(a.lease.Stream, name) })
+	if found {
+		i++
+	}
+	return i
+}
+
 // forget removes a stream from the worker. The map entry goes only if it
 // is st's: a stream granted again under a new lease (adoptLease) has the
 // new one's, which must stay.
@@ -511,6 +533,10 @@ func (w *Worker) withdraw(l store.Lease) {
 
 // release gives the stream back.
 func (w *Worker) release(ctx context.Context, st *stream, why string) {
+	w.settle(ctx, st)
+	if st.gone {
+		return // lost when its waiting batch was refused
+	}
 	err := w.cfg.Store.Release(ctx, st.lease)
 	switch {
 	case errors.Is(err, store.ErrStaleLease):
