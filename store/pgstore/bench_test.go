@@ -31,6 +31,14 @@ func BenchmarkClaim(b *testing.B) {
 	storetest.BenchClaim(b, func(b *testing.B) store.Store { return open(b, nil) })
 }
 
+// BenchmarkSaveBatch measures one delivery saved on each of 1, 8 and 64
+// streams, with one Save each and with one SaveBatch, on the real
+// PostgreSQL (see storetest.BenchSaveBatch).
+func BenchmarkSaveBatch(b *testing.B) {
+	server(b)
+	storetest.BenchSaveBatch(b, func(b *testing.B) store.Store { return open(b, nil) })
+}
+
 // BenchmarkVersusRiver runs, in one benchmark and on the same PostgreSQL,
 // b.N full courier delivery cycles (storetest.Cycles, one worker per
 // stream) and River (v0.51.2) inserting b.N no-op jobs one by one from as

@@ -50,8 +50,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Pinger = (*Store)(nil)
+	_ store.Store         = (*Store)(nil)
+	_ store.Pinger        = (*Store)(nil)
+	_ store.BatchEnqueuer = (*Store)(nil)
+	_ store.BatchSaver    = (*Store)(nil)
 )
 
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)

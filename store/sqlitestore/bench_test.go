@@ -33,3 +33,17 @@ func BenchmarkClaim(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkSaveBatch measures one delivery saved on each of 1, 8 and 64
+// streams, with one Save each and with one SaveBatch, in a real file
+// (see storetest.BenchSaveBatch).
+func BenchmarkSaveBatch(b *testing.B) {
+	storetest.BenchSaveBatch(b, func(b *testing.B) store.Store {
+		s, err := Open(b.Context(), filepath.Join(b.TempDir(), "courier.db"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -52,8 +52,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Pinger = (*Store)(nil)
+	_ store.Store         = (*Store)(nil)
+	_ store.Pinger        = (*Store)(nil)
+	_ store.BatchEnqueuer = (*Store)(nil)
+	_ store.BatchSaver    = (*Store)(nil)
 )
 
 // Open opens the courier database at path, creating or migrating it as

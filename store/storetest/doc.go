@@ -52,6 +52,11 @@
 //     of a terminal record changed, a result without an attempt behind it
 //     or in the same write as a new attempt, an outcome of an attempt
 //     never made or older than the last;
+//   - a batch of saves (store.SaveEach, and SaveBatch where the store is
+//     a store.BatchSaver) gives each save the outcome it would have
+//     alone, in batch order: a stale lease or an invalid write fails its
+//     own save, which writes nothing, and its neighbours are made, their
+//     streams' due instants moved; a cancelled batch changes nothing;
 //   - the last outcome is kept with the record and stamped by the store,
 //     its detail cleaned into bounded text (never refused) the same way
 //     by every backend;

@@ -61,27 +61,64 @@ func (c *Core) held(ctx context.Context, tx Tx, op string, l store.Lease, now in
 // reads it in the statement that locks the stream, and returns it. A
 // stream with no row has no lease to be valid, at any time.
 func (c *Core) heldNow(ctx context.Context, tx Tx, op string, l store.Lease) (now int64, err error) {
-	now, host := c.hostClock()
-	clock := "0"
-	if !host {
-		clock = c.d.Now
-	}
-	var h store.Held
-	var token, expires, us int64
-	var released bool
-	err = tx.QueryRow(ctx, `SELECT lease_owner, lease_token, lease_expires, lease_released, `+clock+`
-		FROM streams WHERE name = $1`+c.d.Lock, l.Stream).Scan(&h.Owner, &token, &expires, &released, &us)
+	h, now, ok, err := c.lockLease(ctx, tx, l.Stream, true)
 	switch {
-	case c.d.NoRows(err):
-		return 0, store.CheckHeld(op, store.Held{}, l, time.Time{})
 	case err != nil:
 		return 0, err
+	case !ok:
+		return 0, store.CheckHeld(op, store.Held{}, l, time.Time{})
+	}
+	return now, store.CheckHeld(op, h, l, instant(now))
+}
+
+// lockLeases locks the rows of streams, in the order given, and returns
+// their leases (none for a stream with no row) and the store's now, read
+// once, in the first statement that finds a row.
+func (c *Core) lockLeases(ctx context.Context, tx Tx, streams []string) (map[string]store.Held, int64, error) {
+	held := make(map[string]store.Held, len(streams))
+	var now int64
+	clocked := false
+	for _, s := range streams {
+		h, us, ok, err := c.lockLease(ctx, tx, s, !clocked)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			held[s] = h
+			if !clocked {
+				now, clocked = us, true
+			}
+		}
+	}
+	return held, now, nil
+}
+
+// lockLease locks stream's row and reads its lease, and, if clock, the
+// store's now in the same statement. ok is false if the stream has no
+// row.
+func (c *Core) lockLease(ctx context.Context, tx Tx, stream string, clock bool) (h store.Held, now int64, ok bool, err error) {
+	col, host := "0", true
+	if clock {
+		now, host = c.hostClock()
+		if !host {
+			col = c.d.Now
+		}
+	}
+	var token, expires, us int64
+	var released bool
+	err = tx.QueryRow(ctx, `SELECT lease_owner, lease_token, lease_expires, lease_released, `+col+`
+		FROM streams WHERE name = $1`+c.d.Lock, stream).Scan(&h.Owner, &token, &expires, &released, &us)
+	switch {
+	case c.d.NoRows(err):
+		return store.Held{}, 0, false, nil
+	case err != nil:
+		return store.Held{}, 0, false, err
 	}
 	if !host {
 		now = us
 	}
 	h.Token, h.Expires, h.Released = uint64(token), instant(expires), released
-	return now, store.CheckHeld(op, h, l, instant(now))
+	return h, now, true, nil
 }
 
 // grant gives owner a lease of ttl on stream under the next token.

@@ -251,45 +251,118 @@ func (c *Core) Save(ctx context.Context, l store.Lease, ups []store.Update) erro
 		if err != nil {
 			return err
 		}
-		seen := make(map[string]bool, len(ups))
-		recs := make([]store.Record, len(ups))
-		for i, u := range ups {
-			if err := store.CheckName("save", "update id", u.ID); err != nil {
-				return err // before the query, which a database may refuse
-			}
-			if seen[u.ID] {
-				return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
-			}
-			seen[u.ID] = true
-			err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries d WHERE d.id = $1`+c.d.Lock, u.ID), &recs[i])
-			switch {
-			case c.d.NoRows(err):
-				return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
-			case err != nil:
-				return err
-			case recs[i].Stream != l.Stream:
-				return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, recs[i].Stream, l.Stream)
-			}
-			u.NextAt = Normalize(u.NextAt)
-			if err := store.CheckUpdate(&recs[i], &u); err != nil {
-				return err
-			}
-		}
-		for i, u := range ups {
-			if recs[i].State.Terminal() {
-				continue // checked equal: a terminal record never changes at all
-			}
-			u.NextAt = Normalize(u.NextAt)
-			store.Apply(&recs[i], u, instant(now))
-			if err := c.writeDelivery(ctx, tx, u.ID, recs[i]); err != nil {
-				return err
-			}
+		if err := c.saveIn(ctx, tx, l.Stream, ups, now); err != nil {
+			return err
 		}
 		if len(ups) == 0 {
 			return nil
 		}
 		return refreshDue(ctx, tx, l.Stream)
 	})
+}
+
+// SaveBatch implements store.BatchSaver: the saves in one transaction,
+// at one instant of the store's clock. The streams' rows are locked
+// first, in name order (as EnqueueBatch locks them, so that two batches
+// never wait for each other in a cycle), and then the saves are made in
+// batch order. A save's refusal is found before it writes anything (see
+// saveIn), so it is that save's own error and the transaction goes on.
+func (c *Core) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(saves) == 0 {
+		return []error{}, nil
+	}
+	refused := make([]error, len(saves)) // before the transaction, for good
+	var streams []string
+	for i, sv := range saves {
+		if refused[i] = store.CheckLease("save", sv.Lease); refused[i] == nil {
+			streams = append(streams, sv.Lease.Stream)
+		}
+	}
+	slices.Sort(streams)
+	streams = slices.Compact(streams)
+	out := make([]error, len(saves))
+	err := c.writeUnclocked(ctx, "save batch", func(tx Tx) error {
+		copy(out, refused) // a try again starts afresh
+		held, now, err := c.lockLeases(ctx, tx, streams)
+		if err != nil {
+			return err
+		}
+		saved := make(map[string]bool, len(streams))
+		for i, sv := range saves {
+			if refused[i] != nil {
+				continue
+			}
+			err := store.CheckHeld("save", held[sv.Lease.Stream], sv.Lease, instant(now))
+			if err == nil {
+				err = c.saveIn(ctx, tx, sv.Lease.Stream, sv.Updates, now)
+			}
+			if err != nil && !contract(err) {
+				return err
+			}
+			out[i] = err
+			if err == nil && len(sv.Updates) > 0 {
+				saved[sv.Lease.Stream] = true
+			}
+		}
+		for _, s := range streams {
+			if saved[s] {
+				if err := refreshDue(ctx, tx, s); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// saveIn checks ups against their records, locking each row, and only
+// then writes them, for a Save through a lease on stream that the caller
+// has checked at now under the stream's lock. A refusal (a contract
+// error) is returned before anything is written, so the transaction may
+// go on without it; the caller refreshes the stream's due instant.
+func (c *Core) saveIn(ctx context.Context, tx Tx, stream string, ups []store.Update, now int64) error {
+	seen := make(map[string]bool, len(ups))
+	recs := make([]store.Record, len(ups))
+	for i, u := range ups {
+		if err := store.CheckName("save", "update id", u.ID); err != nil {
+			return err // before the query, which a database may refuse
+		}
+		if seen[u.ID] {
+			return fmt.Errorf("%w: record %q: appears twice in the batch", store.ErrInvalidWrite, u.ID)
+		}
+		seen[u.ID] = true
+		err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries d WHERE d.id = $1`+c.d.Lock, u.ID), &recs[i])
+		switch {
+		case c.d.NoRows(err):
+			return fmt.Errorf("%w: record %q: no such record", store.ErrInvalidWrite, u.ID)
+		case err != nil:
+			return err
+		case recs[i].Stream != stream:
+			return fmt.Errorf("%w: record %q: belongs to stream %q, not the lease's stream %q", store.ErrInvalidWrite, u.ID, recs[i].Stream, stream)
+		}
+		u.NextAt = Normalize(u.NextAt)
+		if err := store.CheckUpdate(&recs[i], &u); err != nil {
+			return err
+		}
+	}
+	for i, u := range ups {
+		if recs[i].State.Terminal() {
+			continue // checked equal: a terminal record never changes at all
+		}
+		u.NextAt = Normalize(u.NextAt)
+		store.Apply(&recs[i], u, instant(now))
+		if err := c.writeDelivery(ctx, tx, u.ID, recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeDelivery writes r's delivery state, last outcome and settling.
