@@ -70,7 +70,9 @@ type LeaseSave struct {
 // many, in one transaction: one commit, and one wait for the disk, for
 // all of them (group commit). It is optional: a worker hands the Saves
 // that are ready together to SaveBatch when its store has it, and to Save
-// one at a time otherwise (SaveEach).
+// one at a time otherwise (SaveEach). memstore has none, as it has no
+// EnqueueBatch: in memory, there is no commit to share (and a test's
+// store that embeds one to fault its Save keeps every save its own).
 type BatchSaver interface {
 	// SaveBatch makes each save as Save would, in one transaction. Each
 	// save's outcome is its own, in order: one that Save would refuse

@@ -63,9 +63,8 @@ type stream struct {
 }
 
 var (
-	_ store.Store      = (*Store)(nil)
-	_ store.Pinger     = (*Store)(nil)
-	_ store.BatchSaver = (*Store)(nil)
+	_ store.Store  = (*Store)(nil)
+	_ store.Pinger = (*Store)(nil)
 )
 
 // New returns an empty store whose authoritative clock is now. It panics
@@ -382,28 +381,6 @@ func (s *Store) Save(ctx context.Context, l store.Lease, ups []store.Update) err
 		return err
 	}
 	return s.save(l, ups, now)
-}
-
-// SaveBatch implements store.BatchSaver: the saves one after another
-// under one hold of the lock, at one instant, each as Save makes it.
-func (s *Store) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if len(saves) == 0 {
-		return []error{}, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock()
-	if err := s.checkAvailable("save batch"); err != nil {
-		return nil, err
-	}
-	out := make([]error, len(saves))
-	for i, sv := range saves {
-		out[i] = s.save(sv.Lease, sv.Updates, now)
-	}
-	return out, nil
 }
 
 // save makes one Save at now, under s.mu.
