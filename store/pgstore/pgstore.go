@@ -179,6 +179,7 @@ var dialect = sqlcore.Dialect{
 	Now:        `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
 	Lock:       ` FOR UPDATE`,
 	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
+	Int:        `::bigint`,
 	NextToken:  `SELECT nextval('tokens')`,
 	NoRows:     func(err error) bool { return errors.Is(err, pgx.ErrNoRows) },
 	Retry: func(err error) bool {

@@ -1,8 +1,8 @@
 // This file proves what SaveBatch does that no backend test can see: it
-// locks the streams of a batch once each, in name order, before any
-// save, reading the database's clock in the first statement that finds
-// a row; and a batch run again after a retryable conflict reports the
-// outcomes of the attempt that committed. A scripted transaction
+// locks the streams of a batch in one statement, in name order, each
+// stream once, before any save, reading the database's clock in that
+// statement; and a batch run again after a retryable conflict reports
+// the outcomes of the attempt that committed. A scripted transaction
 // records the statements and serves the stream rows.
 package sqlcore
 
@@ -18,12 +18,12 @@ import (
 
 // streamsDB serves stream rows from tokens, one map per transaction (the
 // last one again once they run out), fails commits where told, and
-// records the stream locks in order.
+// records the statements that lock streams.
 type streamsDB struct {
 	tokens    []map[string]int64 // the current token of each stream that has a row
 	commitErr []error
 	begins    int
-	locks     []string // "stream clock-column"
+	locks     []string // each stream-locking statement: its streams, its clock column
 }
 
 func (d *streamsDB) Begin(context.Context, bool) (Tx, error) {
@@ -37,8 +37,8 @@ type streamsTx struct {
 }
 
 func (t *streamsTx) Exec(context.Context, string, ...any) error { return nil }
-func (t *streamsTx) Query(context.Context, string, ...any) (Rows, error) {
-	return nil, errors.New("not used")
+func (t *streamsTx) QueryRow(_ context.Context, q string, _ ...any) Row {
+	return errRow{errors.New("not used: " + q)}
 }
 func (t *streamsTx) Commit(context.Context) error   { return pop(&t.d.commitErr) }
 func (t *streamsTx) Rollback(context.Context) error { return nil }
@@ -46,19 +46,39 @@ func (t *streamsTx) Rollback(context.Context) error { return nil }
 // batchNow is the database's clock in the fake, in microseconds.
 var batchNow = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (t *streamsTx) QueryRow(_ context.Context, q string, args ...any) Row {
+// Query serves the streams' rows, in the order asked (the statement must
+// sort them by name and lock them), and no delivery row.
+func (t *streamsTx) Query(_ context.Context, q string, args ...any) (Rows, error) {
 	if !strings.Contains(q, "FROM streams") {
-		return errRow{errors.New("not used: " + q)}
+		return &listRows{}, nil
 	}
-	stream := args[0].(string)
+	if !strings.Contains(q, "ORDER BY name FOR UPDATE") {
+		return nil, errors.New("streams read unlocked or unordered: " + q)
+	}
 	col := strings.TrimSpace(q[strings.Index(q, "lease_released,")+len("lease_released,") : strings.Index(q, "FROM")])
-	t.d.locks = append(t.d.locks, stream+" "+col)
-	token, ok := t.tokens[stream]
-	if !ok {
-		return errRow{errNoRow}
+	var names []string
+	rows := &listRows{}
+	for _, a := range args {
+		name := a.(string)
+		names = append(names, name)
+		if token, ok := t.tokens[name]; ok {
+			rows.rows = append(rows.rows, fakeRow{name, "w", token, batchNow.Add(time.Minute).UnixMicro(), false, batchNow.UnixMicro()})
+		}
 	}
-	return fakeRow{"w", token, batchNow.Add(time.Minute).UnixMicro(), false, batchNow.UnixMicro()}
+	t.d.locks = append(t.d.locks, strings.Join(names, " ")+" "+col)
+	return rows, nil
 }
+
+// listRows is a result set of fake rows.
+type listRows struct {
+	rows []fakeRow
+	at   int
+}
+
+func (r *listRows) Next() bool             { r.at++; return r.at <= len(r.rows) }
+func (r *listRows) Scan(dest ...any) error { return r.rows[r.at-1].Scan(dest...) }
+func (r *listRows) Err() error             { return nil }
+func (r *listRows) Close()                 {}
 
 // batchDialect reads the database's clock as CLOCK.
 var batchDialect = Dialect{
@@ -82,9 +102,9 @@ func TestSaveBatchLocksStreamsInNameOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 0-gone, first in name order, has no row: the clock is read again
-	// with a, the first stream that has one, and never after.
-	want := []string{"0-gone CLOCK", "a CLOCK", "b 0", "c 0"}
+	// One statement locks every stream of a valid lease, each once, in
+	// name order, and reads the clock.
+	want := []string{"0-gone a b c CLOCK"}
 	if strings.Join(db.locks, ", ") != strings.Join(want, ", ") {
 		t.Errorf("stream locks %q, want %q", db.locks, want)
 	}

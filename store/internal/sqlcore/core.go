@@ -48,6 +48,10 @@ type Dialect struct {
 	// commit (" FOR UPDATE"); SkipLocked to a claim's (" FOR UPDATE SKIP
 	// LOCKED").
 	Lock, SkipLocked string
+	// Int is appended to an integer parameter in a list of VALUES, whose
+	// type the database would not infer ("::bigint"; "" where any
+	// value goes, as in SQLite).
+	Int string
 	// NextToken is the SQL that draws the next fencing token.
 	NextToken string
 	// NoRows reports whether err says a query returned no row.
@@ -93,7 +97,7 @@ func (c *Core) write(ctx context.Context, op string, fn func(tx Tx, now int64) e
 }
 
 // writeUnclocked is write for a call that reads the clock itself, in
-// the statement that locks its stream (heldNow): one round trip fewer.
+// the statement that locks its streams (lockLeases): one round trip fewer.
 func (c *Core) writeUnclocked(ctx context.Context, op string, fn func(tx Tx) error) error {
 	return c.run(ctx, op, true, false, func(tx Tx, _ int64) error { return fn(tx) })
 }

@@ -17,11 +17,7 @@ import (
 // pending and retry records, raised to release_until. Each subquery
 // reads one index (deliveries_parked, deliveries_waiting) for one stream.
 func refreshDue(ctx context.Context, tx Tx, stream string) error {
-	return tx.Exec(ctx, `UPDATE streams SET due = CASE
-		WHEN EXISTS (SELECT 1 FROM deliveries d WHERE d.stream = $1 AND d.state = 3) THEN streams.release_until
-		ELSE (SELECT CASE WHEN MIN(d.next_at) < streams.release_until THEN streams.release_until ELSE MIN(d.next_at) END
-			FROM deliveries d WHERE d.stream = $1 AND d.state IN (1, 2))
-		END WHERE name = $1`, stream)
+	return refreshDueOf(ctx, tx, []string{stream})
 }
 
 // enqueuedDue lowers stream's due instant for a record enqueued at now,
