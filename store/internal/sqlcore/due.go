@@ -20,12 +20,12 @@ func refreshDue(ctx context.Context, tx Tx, stream string) error {
 	return refreshDueOf(ctx, tx, []string{stream})
 }
 
-// enqueuedDue lowers stream's due instant for a record enqueued at now,
-// without reading its records: a new record is pending and due at now,
-// or at release_until if that is later.
+// enqueuedDue lowers a stream's due instant for records enqueued at now
+// ($1), without reading its records: a new record is pending and due at
+// now, or at release_until if that is later.
 const enqueuedDue = `due = CASE
-	WHEN due IS NOT NULL AND due <= (CASE WHEN release_until > $2 THEN release_until ELSE $2 END) THEN due
-	WHEN release_until > $2 THEN release_until ELSE $2 END`
+	WHEN due IS NOT NULL AND due <= (CASE WHEN release_until > $1 THEN release_until ELSE $1 END) THEN due
+	WHEN release_until > $1 THEN release_until ELSE $1 END`
 
 // release gives l up and holds its stream until until (at least now).
 func (c *Core) release(ctx context.Context, op string, l store.Lease, until int64) error {

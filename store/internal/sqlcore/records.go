@@ -2,10 +2,7 @@ package sqlcore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/courierlab/courier/machine"
@@ -73,119 +70,6 @@ func (c *Core) history(ctx context.Context, tx Tx, id string) ([]store.Action, e
 		out = append(out, a)
 	}
 	return out, rows.Err()
-}
-
-// Enqueue implements store.Store.
-func (c *Core) Enqueue(ctx context.Context, stream, id string, payload []byte) (store.Record, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Record{}, false, err
-	}
-	if err := store.CheckEnqueue(stream, id); err != nil {
-		return store.Record{}, false, err
-	}
-	var rec store.Record
-	var created bool
-	err := c.write(ctx, "enqueue", func(tx Tx, now int64) error {
-		var err error
-		rec, created, err = c.enqueueIn(ctx, tx, now, stream, id, payload)
-		return err
-	})
-	if err != nil {
-		return store.Record{}, false, err
-	}
-	return rec, created, nil
-}
-
-// EnqueueBatch implements store.BatchEnqueuer: the events in one
-// transaction, in the order of their streams' names (so that two batches
-// lock the streams they share in the same order), each stream's in batch
-// order.
-func (c *Core) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]store.Enqueued, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]store.Enqueued, len(events))
-	var order []int // the events to write, by stream
-	for i, e := range events {
-		if err := store.CheckEnqueue(e.Stream, e.ID); err != nil {
-			out[i].Err = err
-			continue
-		}
-		order = append(order, i)
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(events[a].Stream, events[b].Stream) })
-	err := c.write(ctx, "enqueue", func(tx Tx, now int64) error {
-		for _, i := range order { // a try again starts afresh
-			e := events[i]
-			rec, created, err := c.enqueueIn(ctx, tx, now, e.Stream, e.ID, e.Payload)
-			switch {
-			case errors.Is(err, store.ErrBadArgument):
-				out[i] = store.Enqueued{Err: err} // found by a read: the transaction goes on
-			case err != nil:
-				return err
-			default:
-				out[i] = store.Enqueued{Record: rec, Created: created}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// enqueueIn enqueues one event in tx (see Store.Enqueue). An ID of
-// another stream is refused with ErrBadArgument, found by a read before
-// anything is written (in a batch, the transaction goes on).
-func (c *Core) enqueueIn(ctx context.Context, tx Tx, now int64, stream, id string, payload []byte) (store.Record, bool, error) {
-	if payload == nil {
-		payload = []byte{}
-	}
-	if rec, found, err := c.known(ctx, tx, stream, id); found || err != nil {
-		return rec, false, err
-	}
-	if err := c.lockOrCreateStream(ctx, tx, stream); err != nil {
-		return store.Record{}, false, err
-	}
-	// Under the stream's lock: an enqueue of the same ID that committed
-	// meanwhile is seen now.
-	if rec, found, err := c.known(ctx, tx, stream, id); found || err != nil {
-		return rec, false, err
-	}
-	var seq int64
-	if err := tx.QueryRow(ctx, `UPDATE streams SET last_seq = last_seq + 1, `+enqueuedDue+` WHERE name = $1 RETURNING last_seq`, stream, now).Scan(&seq); err != nil {
-		return store.Record{}, false, err
-	}
-	if err := tx.Exec(ctx, `INSERT INTO events (id, stream, seq, payload, accepted_at) VALUES ($1, $2, $3, $4, $5)`,
-		id, stream, seq, payload, now); err != nil {
-		return store.Record{}, false, err
-	}
-	if err := tx.Exec(ctx, `INSERT INTO deliveries (id, stream, seq, state, next_at, budget_from) VALUES ($1, $2, $3, $4, $5, $5)`,
-		id, stream, seq, int64(machine.Pending), now); err != nil {
-		return store.Record{}, false, err
-	}
-	return store.Record{
-		Event:    store.Event{Stream: stream, ID: id, Seq: uint64(seq), Payload: payload, AcceptedAt: instant(now)},
-		Delivery: store.Delivery{State: machine.Pending, NextAt: instant(now)},
-	}, true, nil
-}
-
-// known returns id's record if the ID is taken: on stream (found), or
-// on another stream (ErrBadArgument).
-func (c *Core) known(ctx context.Context, tx Tx, stream, id string) (store.Record, bool, error) {
-	var owner string
-	err := tx.QueryRow(ctx, `SELECT stream FROM events WHERE id = $1`, id).Scan(&owner)
-	switch {
-	case c.d.NoRows(err):
-		return store.Record{}, false, nil
-	case err != nil:
-		return store.Record{}, false, err
-	case owner != stream:
-		return store.Record{}, false, fmt.Errorf("%w: enqueue %q on stream %q: the ID belongs to stream %q", store.ErrBadArgument, id, stream, owner)
-	}
-	rec, _, err := c.load(ctx, tx, id, false)
-	return rec, true, err
 }
 
 // Pending implements store.Store.
