@@ -183,6 +183,10 @@ type Worker struct {
 	// saves, to be made with the others in one store call (deliver.go).
 	batching bool
 	saves    []pendingSave
+	// held are the replies DeliverAll did not step, in the order they
+	// came: replies of streams whose sends or probes it had handed out,
+	// which the next call steps first (deliver.go).
+	held []Reply
 	// policies keeps Policy's answers under the planted bugs PolicyCached
 	// and PauseSticky (planted.go); nil otherwise.
 	policies map[string]machine.Config
@@ -236,7 +240,20 @@ func (w *Worker) observe(e Event) {
 func (w *Worker) flush() Effects {
 	out := w.out
 	w.out = Effects{}
+	for _, x := range out.Sends {
+		w.handedOver(x.Stream)
+	}
+	for _, p := range out.Probes {
+		w.handedOver(p.Stream)
+	}
 	return out
+}
+
+// handedOver notes that stream's sends and probes are the driver's now.
+func (w *Worker) handedOver(stream string) {
+	if st := w.streams[stream]; st != nil {
+		st.handedOut = false
+	}
 }
 
 // Advance does what time has made due, stream by stream in name order:
@@ -246,6 +263,13 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	now := w.clock(reading)
+	if len(w.held) > 0 {
+		// Replies first, as a driver that delivered them would have,
+		// and nothing else: a tick of a stream whose sends they handed
+		// out waits until the driver made them (Next says now).
+		w.deliverAll(ctx, now, nil)
+		return w.flush()
+	}
 	// The pass walks order itself, by index, with no copy: advancing a
 	// stream may remove that stream from order (lost or released), never
 	// another, and adds none (claims come after the pass), so a stream
@@ -347,6 +371,9 @@ func (w *Worker) Next() time.Time {
 	}
 	for _, st := range w.order {
 		consider(st.due)
+	}
+	if len(w.held) > 0 {
+		consider(w.now) // replies DeliverAll held (deliver.go)
 	}
 	switch {
 	case !found:
