@@ -150,11 +150,11 @@ func (ns *nodeStore) Save(ctx context.Context, l store.Lease, ups []store.Update
 		return s.callErr(ns.n, f, "Save")
 	}
 	err := ns.fenced(ns.Store.Save(ctx, l, ups))
-	s.savedAt = s.now // before a slow reply's hold: when the store wrote
+	i := s.streamIndex(l.Stream)
+	s.savedAt[i] = s.now // before a slow reply's hold: when the store wrote
 	if err != nil || f == callOK {
 		return err
 	}
-	i := s.streamIndex(l.Stream)
 	for _, u := range ups {
 		stored, err := ns.Store.Get(ctx, u.ID)
 		if err != nil {
