@@ -104,6 +104,13 @@ func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 	}
 	errs := store.SaveEach(ctx, w.cfg.Store, batch)
 	for i, sv := range waiting {
+		if plantedActsOnStale(errs[i]) {
+			// The planted BatchActsOnRefused: the fenced-off owner
+			// sends, and learns of its loss only at its next renewal.
+			w.handOut(sv.st, sv.sends, sv.probes)
+			sv.st.wakeAt = sv.wake
+			continue
+		}
 		w.saved(now, sv, errs[i])
 	}
 }
