@@ -5,9 +5,11 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/sim"
 )
 
@@ -62,4 +64,29 @@ var catchWorlds = map[plant.Bug]func(seed uint64) sim.World{
 	// The swarm's rotation worlds end before a stream can wait out the
 	// bound, however unfair the claims; producers-64 runs long enough.
 	plant.ClaimByName: producers64().World,
+	// The swarm reaches it, but past the bound (first at seed 240): a
+	// save refused as stale with sends in it needs a lease revoked while
+	// its owner still believes in it (an operator's replay) and a backlog
+	// behind the replies; a lease that ran out is caught by the driver's
+	// deadline check first.
+	plant.BatchActsOnRefused: replayedBacklog,
+}
+
+// replayedBacklog is three workers on four busy streams whose poison
+// events die fast, and an operator who replays dead letters, each replay
+// revoking its stream's lease: replies gathered for 20 ms come back to
+// an owner whose lease a replay revoked, and their batches, which start
+// attempts of the backlog, are refused as stale.
+func replayedBacklog(seed uint64) sim.World {
+	w := ClusterBase(seed)
+	w.Streams, w.Events, w.Interarrival = 4, 120, 10*time.Millisecond
+	w.Policy.Ordering, w.Policy.Window, w.Policy.MaxAttempts = machine.Independent, 2, 3
+	w.Receiver.Fence = false // independent ordering
+	for i := 0; i < w.Events; i += 7 {
+		w.Receiver.Poison = append(w.Receiver.Poison, sim.EventID(i))
+	}
+	w.FaultsEnd = 30 * time.Second
+	w.Operator.Replays = 40
+	w.Driver.Gather = 20 * time.Millisecond
+	return w
 }

@@ -21,8 +21,9 @@ import (
 // clock steps and the operator existed, the second ("swarm-faults")
 // those, the third ("swarm-http") whether the sends go through the real
 // HTTP channel and receiver kit, the fourth ("swarm-platform") whether a
-// world publishes through the platform's fan-out, the last
-// ("swarm-slow") slow store calls. A seed's earlier passes are then what
+// world publishes through the platform's fan-out, the fifth
+// ("swarm-slow") slow store calls, the last ("swarm-gather") how long
+// the drivers gather replies. A seed's earlier passes are then what
 // they always were, and a seed a later pass gives nothing runs the world
 // it ran before.
 func Swarm(seed uint64) sim.World {
@@ -31,7 +32,27 @@ func Swarm(seed uint64) sim.World {
 	drawHTTP(swarmStream(seed, "swarm-http"), &w)
 	drawPlatform(swarmStream(seed, "swarm-platform"), &w)
 	drawSlow(swarmStream(seed, "swarm-slow"), &w)
+	drawGather(swarmStream(seed, "swarm-gather"), &w)
 	return w
+}
+
+// GatherShare is the share of swarm seeds whose drivers let replies pile
+// up for a while before they hand them over (sim.Driver.Gather).
+const GatherShare = 0.5
+
+// drawGather is Swarm's gather pass: for GatherShare of the seeds, a
+// gather window of 1 to 50 ms, as long as a busy production loop may
+// take over a store call, within what the world's timeouts allow
+// (World.MaxGather); the rest hand replies over at once.
+func drawGather(r *rand.Rand, w *sim.World) {
+	if r.Float64() >= GatherShare {
+		return
+	}
+	hi := min(50*time.Millisecond, w.MaxGather())
+	if hi < time.Millisecond {
+		return
+	}
+	w.Driver.Gather = time.Millisecond + time.Duration(r.Int64N(int64(hi-time.Millisecond)+1))
 }
 
 // SlowShare is the share of the swarm's clusters whose workers' store

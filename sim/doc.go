@@ -20,11 +20,15 @@
 // lease, rebuilds its machine from the store, adopts what producers
 // enqueue, saves every batch through the lease and gives the stream back
 // when idle. The simulator holds none of that logic: it calls the worker
-// at its Next, when a reply comes and when a local producer enqueues, on
+// at its Next, when replies come and when a local producer enqueues, on
 // the node's clock (the virtual clock plus its skew), performs the sends
 // and probes the worker hands out on the fake channel, and injects faults
-// around it. The single sender is a cluster of one node; World.Cluster
-// adds more.
+// around it. As courier's loop does, a node's driver gathers the replies
+// that come while it is busy and hands them over in one DeliverAll: the
+// first reply into an empty inbox is handed over World.Driver.Gather
+// later (at Gather 0, after what else that instant holds), with every
+// reply that came meanwhile. The single sender is a cluster of one node;
+// World.Cluster adds more.
 //
 // # The fakes and the faults
 //

@@ -124,6 +124,7 @@ func (s *sim) crash(n *node, down time.Duration, why string) {
 	}
 	n.down, n.w = true, nil
 	n.inc++
+	n.inbox = nil // the replies die with the process, their flush with its incarnation
 	s.q.cancelWake(n)
 	n.frozenUntil, n.stalled = 0, false
 	s.q.schedule(s.elapsed+down, func() {

@@ -51,6 +51,10 @@ type node struct {
 
 	frozenUntil time.Duration // a stalled node does nothing before this (since Epoch)
 	stalled     bool
+
+	// inbox holds the replies that came since the last flush, in the
+	// order they came (deliver).
+	inbox []worker.Reply
 }
 
 // owner is the lease owner of n's current incarnation.
@@ -322,12 +326,47 @@ func (s *sim) advanceAt(n *node, at time.Time) {
 	s.called(n, inc, at.Add(s.elapsed-start), fx)
 }
 
-// deliver hands n's worker the outcome of one of its sends or probes.
+// deliver puts the outcome of one of n's sends or probes in n's inbox,
+// as courier's loop gathers the replies that come while its worker is
+// busy. The first reply into an empty inbox schedules the flush, a
+// World.Driver.Gather later, for n's incarnation: a stall defers it, a
+// crash drops it with the inbox (crash). At Gather 0 the flush still
+// comes after what was scheduled for the same instant, so replies of one
+// instant go together.
 func (s *sim) deliver(n *node, r worker.Reply) {
+	n.inbox = append(n.inbox, r)
+	if len(n.inbox) == 1 {
+		s.later(n, s.elapsed+s.w.Driver.Gather, func() { s.flush(n) })
+	}
+}
+
+// flush hands n's worker every reply in its inbox, in the order they
+// came, in one call.
+func (s *sim) flush(n *node) {
+	rs := n.inbox
+	n.inbox = nil
+	s.countBatch(rs)
 	at, inc, start := s.clock(n), n.inc, s.elapsed
 	s.slowed, s.saved = false, s.saved[:0]
-	fx := n.w.Deliver(bg, at, r)
+	fx := n.w.DeliverAll(bg, at, rs)
 	s.called(n, inc, at.Add(s.elapsed-start), fx)
+}
+
+// countBatch counts a flush of several replies, and of them those that
+// answer more than one stream, in the run's Stats.
+func (s *sim) countBatch(rs []worker.Reply) {
+	if len(rs) < 2 {
+		return
+	}
+	s.stats.Batches++
+	s.stats.BatchedReplies += len(rs)
+	s.stats.MaxBatch = max(s.stats.MaxBatch, len(rs))
+	for _, r := range rs[1:] {
+		if r.Stream != rs[0].Stream {
+			s.stats.MixedBatches++
+			return
+		}
+	}
 }
 
 // called follows a call of incarnation inc of n's worker that handed out

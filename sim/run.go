@@ -76,6 +76,10 @@ type Stats struct {
 	FencedWrites    int           // writes (saves, renewals, reads) the store refused from a stale lease (cluster)
 	LeasesLost      int           // times a worker gave a stream up as lost: refused by the store, or run out by its own clock
 	ZombieSends     int           // sends by a worker whose lease had been superseded (cluster)
+	Batches         int           // flushes that handed a worker several replies at once (Driver.Gather)
+	BatchedReplies  int           // the replies in those flushes
+	MixedBatches    int           // those flushes whose replies answer more than one stream
+	MaxBatch        int           // the most replies of one flush
 	Drain           time.Duration // from the first offer until every event settled
 	End             time.Duration // virtual time when the run stopped
 	Coverage        Coverage      // which fault met which event state
@@ -492,7 +496,7 @@ func (s *sim) check() []invariants.Violation {
 }
 
 // Add folds o into s, for totals over many runs: counts add up; MaxSends,
-// Drain and End keep the largest.
+// MaxBatch, Drain and End keep the largest.
 func (s *Stats) Add(o Stats) {
 	s.Offers += o.Offers
 	s.Accepted += o.Accepted
@@ -513,6 +517,10 @@ func (s *Stats) Add(o Stats) {
 	s.FencedWrites += o.FencedWrites
 	s.LeasesLost += o.LeasesLost
 	s.ZombieSends += o.ZombieSends
+	s.Batches += o.Batches
+	s.BatchedReplies += o.BatchedReplies
+	s.MixedBatches += o.MixedBatches
+	s.MaxBatch = max(s.MaxBatch, o.MaxBatch)
 	s.Drain = max(s.Drain, o.Drain)
 	s.End = max(s.End, o.End)
 	s.Coverage.Add(o.Coverage)

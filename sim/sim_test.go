@@ -67,6 +67,13 @@ func TestValidate(t *testing.T) {
 		{"MaxDuration", "zero means derived, negative is wrong", "", func(w *sim.World) { w.MaxDuration = -1 }, "MaxDuration"},
 		{"slow round trip", "a healthy round trip must beat every timeout, or the channel never heals", "", func(w *sim.World) { w.Channel.LatencyMax = w.Channel.ClientTimeout / 2 }, "Channel.LatencyMax"},
 		{"RetryAfter", "a hint is not negative", "", func(w *sim.World) { w.Receiver.RetryAfter = -1 }, "Receiver.RetryAfter"},
+		{"Gather negative", "a driver cannot hand replies over before they come", "", func(w *sim.World) { w.Driver.Gather = -1 }, "Driver.Gather"},
+		{"Gather the largest allowed", "MaxGather is what Validate allows", "", func(w *sim.World) { w.Driver.Gather = w.MaxGather() }, ""},
+		{"Gather past a tenth of a timeout", "the window alone must never time an attempt out", "", func(w *sim.World) { w.Driver.Gather = w.Channel.ClientTimeout/10 + 1 }, "Driver.Gather"},
+		{"Gather past the round trip's slack", "a healthy reply, gathered, must beat every timeout", "", func(w *sim.World) {
+			w.Channel.LatencyMax = w.Channel.ClientTimeout/2 - time.Millisecond
+			w.Driver.Gather = 2 * time.Millisecond
+		}, "Driver.Gather"},
 		{"cluster faults without workers", "crashes and pauses need workers", "", func(w *sim.World) { w.Cluster.Crashes = []sim.WorkerFault{{At: 0, For: 1}} }, "Cluster.Workers"},
 		{"cluster poll too slow", "a worker must renew well within its lease", "", func(w *sim.World) { w.Cluster = sim.Cluster{Workers: 2, LeaseTTL: time.Second, Poll: time.Second} }, "Cluster.Poll"},
 		{"cluster crash past FaultsEnd", "a crash is a fault and ends by FaultsEnd", "", func(w *sim.World) {
@@ -418,5 +425,33 @@ func TestJudgedAsWritten(t *testing.T) {
 		if diff := cmp.Diff(logged.Violations, streamed.Violations); diff != "" {
 			t.Errorf("seed %d: violations with and without logs differ:\n%s", seed, diff)
 		}
+	}
+}
+
+// A driver's gather window hands its worker several streams' replies in
+// one DeliverAll, and the run still holds every invariant; with no window
+// the replies of one instant still go together, and the window makes
+// batches larger.
+func TestGatherBatchesReplies(t *testing.T) {
+	run := func(gather time.Duration) sim.Stats {
+		w := base(1)
+		w.Streams, w.Interarrival = 4, 5*time.Millisecond
+		w.Driver.Gather = gather
+		r, err := sim.Run(w, 1, sim.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Violations) > 0 {
+			t.Fatalf("gather %v: %v", gather, r.Violations)
+		}
+		return r.Stats
+	}
+	at0, at20 := run(0), run(20*time.Millisecond)
+	if at20.Batches == 0 || at20.MixedBatches == 0 || at20.MaxBatch < 3 {
+		t.Fatalf("a 20ms window made %d batches (%d of several streams, at most %d replies): want several, some mixed, one of 3 or more",
+			at20.Batches, at20.MixedBatches, at20.MaxBatch)
+	}
+	if at20.BatchedReplies <= at0.BatchedReplies {
+		t.Errorf("a 20ms window batched %d replies, no window %d: want more", at20.BatchedReplies, at0.BatchedReplies)
 	}
 }

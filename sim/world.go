@@ -49,6 +49,9 @@ type World struct {
 	// platform's fan-out to them (platform.go).
 	Platform Platform
 
+	// Driver is how each node's driver hands its worker the replies.
+	Driver Driver
+
 	// FaultsEnd is when every fault stops: the start of the liveness phase.
 	FaultsEnd time.Duration
 	// MaxDuration stops the run if it has not settled by then. Zero: a
@@ -119,6 +122,18 @@ type Receiver struct {
 	// applied: in strict order a late attempt can never apply out of
 	// order. Meaningful only with strict ordering.
 	Fence bool
+}
+
+// Driver is the loop around each node's worker, as courier's loop is.
+type Driver struct {
+	// Gather is how long a busy driver lets replies pile up before it
+	// hands them to its worker, in one worker.DeliverAll in the order
+	// they came: the first reply into an empty inbox is handed over
+	// Gather later, with every reply that came meanwhile, as courier's
+	// loop hands over the replies that came in while the worker was busy.
+	// Zero is at once, which still gathers the replies of the same
+	// instant.
+	Gather time.Duration
 }
 
 // Stubborn is an event that fails its first Failures deliveries.
@@ -367,6 +382,9 @@ func (w World) Validate() error {
 	if err := w.validatePlatform(); err != nil {
 		return err
 	}
+	if err := w.validateDriver(); err != nil {
+		return err
+	}
 	if w.Cluster.Workers > 0 && (len(w.Restarts.At) > 0 || w.Restarts.Random > 0 || w.Restarts.CrashAfterPersistRate > 0) {
 		return bad("Restarts", "apply to the single sender; a cluster has Cluster.Crashes and Cluster.Pauses")
 	}
@@ -443,6 +461,9 @@ func (w World) Describe() string {
 		s += " same-payload"
 	}
 
+	if w.Driver.Gather > 0 {
+		s += fmt.Sprintf(" gather=%v", w.Driver.Gather)
+	}
 	s += w.Store.describe() + w.Operator.describe() + w.HTTP.describe() + w.Platform.describe()
 	if c := w.Cluster; c.Workers > 0 {
 		s += fmt.Sprintf(" | workers=%d lease=%v poll=%v skews=%v crashes=%v pauses=%v store-outages=%v",
@@ -461,6 +482,33 @@ func (w World) Describe() string {
 		}
 	}
 	return s
+}
+
+// validateDriver checks World.Driver. A reply held for the gather window
+// must still reach the worker before any timeout would have answered its
+// attempt or probe: the client's (ClientTimeout) and the machine's
+// (AttemptTimeout, ProbeTimeout). So a healthy round trip plus the window
+// must beat every timeout, and the window is at most a tenth of the
+// shortest: the window alone never turns a healthy reply into a timeout,
+// and the channel, not the driver, decides which attempts time out.
+func (w World) validateDriver() error {
+	g := w.Driver.Gather
+	shortest := min(w.Channel.ClientTimeout, w.Policy.AttemptTimeout, w.Policy.ProbeTimeout)
+	switch {
+	case g < 0:
+		return fmt.Errorf("%w: Driver.Gather is %v; must not be negative", ErrInvalidWorld, g)
+	case g > shortest/10 || 2*w.Channel.LatencyMax+g >= shortest:
+		return fmt.Errorf("%w: Driver.Gather is %v; must be at most a tenth of the shortest timeout (%v), and a round trip (%v) plus it shorter than that timeout",
+			ErrInvalidWorld, g, shortest, 2*w.Channel.LatencyMax)
+	}
+	return nil
+}
+
+// MaxGather is the longest Driver.Gather that w's timeouts and latency
+// allow (Validate), or 0 if they allow none.
+func (w World) MaxGather() time.Duration {
+	shortest := min(w.Channel.ClientTimeout, w.Policy.AttemptTimeout, w.Policy.ProbeTimeout)
+	return max(0, min(shortest/10, shortest-2*w.Channel.LatencyMax-1))
 }
 
 func (c Cluster) validate(faultsEnd time.Duration) error {

@@ -41,13 +41,33 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 // and a Save the store refuses fails its own stream only. A stream whose
 // batch waits is not stepped again until the waiting batches are made: a
 // second reply of the same stream makes them first.
+//
+// A stream that handed out sends or probes in the call is not stepped
+// again before the driver made them: its further replies are held, and
+// the next call (DeliverAll or Advance; Next says now) steps them first,
+// as a Deliver after the driver sent would. Otherwise a later reply could
+// trip the stream's circuit while attempts it started earlier in the call
+// have yet to go out: they would go out while the circuit is checking.
 func (w *Worker) DeliverAll(ctx context.Context, reading time.Time, rs []Reply) Effects {
-	now := w.clock(reading)
+	w.deliverAll(ctx, w.clock(reading), rs)
+	return w.flush()
+}
+
+// deliverAll is DeliverAll at the worker's clock reading now, after the
+// replies it held last time.
+func (w *Worker) deliverAll(ctx context.Context, now time.Time, rs []Reply) {
+	rs = append(w.held, rs...)
+	w.held = nil
 	w.batching = true
 	var touched, answered []*stream
 	for _, r := range rs {
-		if st := w.streams[r.Stream]; st != nil && st.saving {
-			w.saveWaiting(ctx, now)
+		st := w.streams[r.Stream]
+		if st != nil && st.saving {
+			w.saveWaiting(ctx, now) // which may hand out st's sends
+		}
+		if st != nil && st.handedOut {
+			w.held = append(w.held, r)
+			continue
 		}
 		st, stepped := w.deliverOne(ctx, now, r)
 		if st != nil {
@@ -67,7 +87,6 @@ func (w *Worker) DeliverAll(ctx context.Context, reading time.Time, rs []Reply) 
 	for _, st := range touched {
 		w.reschedule(st)
 	}
-	return w.flush()
 }
 
 // saveWaiting makes the Saves that wait, in one call, and carries out
@@ -85,6 +104,13 @@ func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 	}
 	errs := store.SaveEach(ctx, w.cfg.Store, batch)
 	for i, sv := range waiting {
+		if plantedActsOnStale(errs[i]) {
+			// The planted BatchActsOnRefused: the fenced-off owner
+			// sends, and learns of its loss only at its next renewal.
+			w.handOut(sv.st, sv.sends, sv.probes)
+			sv.st.wakeAt = sv.wake
+			continue
+		}
 		w.saved(now, sv, errs[i])
 		w.reschedule(sv.st)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/courierlab/courier/channel"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/worker"
@@ -151,5 +152,42 @@ func TestSecondReplyOfAStreamSavesTheFirstBatchFirst(t *testing.T) {
 	}
 	if e.count(worker.Faulted) != 0 {
 		t.Fatalf("the duplicate reply faulted a machine")
+	}
+}
+
+// A reply behind one that started an attempt of the same stream waits
+// until the driver made that attempt: stepped in the same call, its
+// failure would trip the circuit while the attempt is still to go out,
+// and the driver would send it while the probe is out.
+func TestReplyBehindAnAttemptOfItsStreamWaitsForTheNextCall(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.Ordering, p.Window, p.BreakerThreshold = machine.Independent, 2, 2
+			return p, nil
+		}
+	})
+	for _, id := range []string{"a1", "a2", "a3"} {
+		e.enqueue("a", id)
+	}
+	fx := e.advance()
+	if len(fx.Sends) != 2 {
+		t.Fatalf("want a1#1 and a2#1, got %+v", fx.Sends)
+	}
+	failed := channel.Outcome{Result: machine.OutcomeFailed, Status: 503}
+	fx = e.w.DeliverAll(e.ctx, e.now(), []worker.Reply{fx.Sends[0].Reply(failed), fx.Sends[1].Reply(failed)})
+	oneSend(t, fx, "a3", 1)
+	if len(fx.Probes) != 0 {
+		t.Fatalf("a probe handed out with a3's attempt: %+v", fx.Probes)
+	}
+	if next := e.w.Next(); next.After(e.now()) {
+		t.Fatalf("Next is %v with a reply held, want now (%v)", next, e.now())
+	}
+	fx = e.advance()
+	if len(fx.Sends) != 0 || len(fx.Probes) != 1 {
+		t.Fatalf("the held failure must trip the circuit and probe, nothing else; got %+v", fx)
+	}
+	if s := e.w.Streams(); len(s) != 1 || s[0].Circuit != machine.Checking {
+		t.Fatalf("streams %+v, want a checking", s)
 	}
 }

@@ -95,6 +95,13 @@ func plantedActsOn(err error) bool {
 	return plant.On(plant.UnknownSaveActedOn) && errors.Is(err, store.ErrUnknown)
 }
 
+// plantedActsOnStale reports whether the worker hands out the sends of a
+// batch, saved with others in one store call, that the store refused
+// with err as written under a stale lease: BatchActsOnRefused.
+func plantedActsOnStale(err error) bool {
+	return plant.On(plant.BatchActsOnRefused) && errors.Is(err, store.ErrStaleLease)
+}
+
 // plantedKeepsMachine reports whether the worker keeps its machine after
 // a save that failed with err: RefusedSaveKeepsMachine, for a refusal.
 func plantedKeepsMachine(err error) bool {

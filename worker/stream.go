@@ -52,6 +52,9 @@ type stream struct {
 	// saving: a batch of the stream waits in Worker.saves for its Save
 	// (DeliverAll); the stream is not stepped again until it is made.
 	saving bool
+	// handedOut: the current call handed out sends or probes of the
+	// stream; DeliverAll holds its further replies (Worker.held).
+	handedOut bool
 
 	// due is earliest(draining) as of the last call that acted on the
 	// stream: Advance and Next compare one instant per stream, not five,
@@ -513,6 +516,9 @@ func (w *Worker) saved(now time.Time, sv pendingSave, err error) bool {
 // handOut gives the driver a batch's sends and probes, whose attempt and
 // probe numbers are durable by now.
 func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Probe) {
+	if len(sends)+len(probes) > 0 {
+		st.handedOut = true
+	}
 	for _, s := range sends {
 		w.observe(Event{Kind: Sent, Stream: st.lease.Stream, Token: st.lease.Token, ID: s.ID, Seq: s.Seq, Attempt: s.Attempt})
 		w.out.Sends = append(w.out.Sends, Send{

@@ -184,6 +184,10 @@ type Worker struct {
 	batching bool
 	saves    []pendingSave
 	tails    []*stream // streams whose idle and far release wait for their saves (Advance)
+	// held are the replies DeliverAll did not step, in the order they
+	// came: replies of streams whose sends or probes it had handed out,
+	// which the next call steps first (deliver.go).
+	held []Reply
 	// policies keeps Policy's answers under the planted bugs PolicyCached
 	// and PauseSticky (planted.go); nil otherwise.
 	policies map[string]machine.Config
@@ -237,7 +241,20 @@ func (w *Worker) observe(e Event) {
 func (w *Worker) flush() Effects {
 	out := w.out
 	w.out = Effects{}
+	for _, x := range out.Sends {
+		w.handedOver(x.Stream)
+	}
+	for _, p := range out.Probes {
+		w.handedOver(p.Stream)
+	}
 	return out
+}
+
+// handedOver notes that stream's sends and probes are the driver's now.
+func (w *Worker) handedOver(stream string) {
+	if st := w.streams[stream]; st != nil {
+		st.handedOut = false
+	}
 }
 
 // Advance does what time has made due, stream by stream in name order:
@@ -247,6 +264,13 @@ func (w *Worker) flush() Effects {
 // room. Store calls take ctx.
 func (w *Worker) Advance(ctx context.Context, reading time.Time) Effects {
 	now := w.clock(reading)
+	if len(w.held) > 0 {
+		// Replies first, as a driver that delivered them would have,
+		// and nothing else: a tick of a stream whose sends they handed
+		// out waits until the driver made them (Next says now).
+		w.deliverAll(ctx, now, nil)
+		return w.flush()
+	}
 	w.batching = true
 	defer func() { w.batching = false }()
 	// The pass walks order itself, by index, with no copy. It adds no
@@ -359,6 +383,9 @@ func (w *Worker) Next() time.Time {
 	}
 	for _, st := range w.order {
 		consider(st.due)
+	}
+	if len(w.held) > 0 {
+		consider(w.now) // replies DeliverAll held (deliver.go)
 	}
 	switch {
 	case !found:

@@ -356,6 +356,10 @@ func printStats(w io.Writer, s sim.Stats, hash string) {
 	fmt.Fprintf(w, "receiver: %d duplicates discarded, %d fenced\n", s.Duplicates, s.Fenced)
 	fmt.Fprintf(w, "sender:   %d offers, %d sends (most for one event %d), %d probes, %d circuit openings, %d restarts (%d mid-batch)\n",
 		s.Offers, s.Sends, s.MaxSends, s.Probes, s.CircuitOpenings, s.Restarts, s.Crashes)
+	if s.Batches > 0 {
+		fmt.Fprintf(w, "driver:   %d flushes of several replies (%d replies, at most %d in one; %d spanning several streams)\n",
+			s.Batches, s.BatchedReplies, s.MaxBatch, s.MixedBatches)
+	}
 	fmt.Fprintf(w, "time:     drained in %v, stopped at %v (virtual)\n", s.Drain, s.End)
 	fmt.Fprintf(w, "trace:    hash %s\n", hash)
 }

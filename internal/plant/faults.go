@@ -42,6 +42,12 @@ const (
 	// two minutes, so a resume takes up to two minutes to be seen, past the
 	// pause and the bound the checker allows it (worker).
 	PauseSticky Bug = "pause-sticky"
+	// BatchActsOnRefused: when the worker saves several replies' batches
+	// in one store call (DeliverAll), a batch the store refused as written
+	// under a stale lease (store.ErrStaleLease) still hands its sends out:
+	// the fenced-off owner sends attempts the store never counted
+	// (worker).
+	BatchActsOnRefused Bug = "batch-acts-on-refused"
 )
 
 func init() {
@@ -56,6 +62,7 @@ func init() {
 		PolicyCached:              "pause",
 		RenewGivesUpAtOnce:        "lease-kept",
 		PauseSticky:               "liveness",
+		BatchActsOnRefused:        "bounded-sends",
 	} {
 		Expected[bug] = rule
 	}
