@@ -191,3 +191,32 @@ func TestReplyBehindAnAttemptOfItsStreamWaitsForTheNextCall(t *testing.T) {
 		t.Fatalf("streams %+v, want a checking", s)
 	}
 }
+
+// A reply held when the worker stops is persisted before the leases
+// are released: a stop costs no reply that came in.
+func TestHeldReplyIsPersistedAtStop(t *testing.T) {
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.Ordering, p.Window, p.BreakerThreshold = machine.Independent, 2, 2
+			return p, nil
+		}
+	})
+	for _, id := range []string{"a1", "a2", "a3"} {
+		e.enqueue("a", id)
+	}
+	fx := e.advance()
+	failed := channel.Outcome{Result: machine.OutcomeFailed, Status: 503}
+	e.w.DeliverAll(e.ctx, e.now(), []worker.Reply{fx.Sends[0].Reply(failed), fx.Sends[1].Reply(failed)})
+	if r := e.record("a2"); r.State != machine.Pending {
+		t.Fatalf("a2 is %s before the stop; want its failure held, not yet persisted", r.State)
+	}
+	e.w.Drain()
+	e.w.Stop(e.ctx, e.now())
+	if r := e.record("a2"); r.State == machine.Pending || r.Last.Attempt != 1 {
+		t.Fatalf("a2 is %s with last outcome %+v after the stop; want its held failure persisted", r.State, r.Last)
+	}
+	if e.w.Owned() != 0 {
+		t.Fatalf("the worker still owns %d streams after Stop", e.w.Owned())
+	}
+}

@@ -414,11 +414,17 @@ func (w *Worker) Drain() {
 func (w *Worker) reschedule(st *stream) { st.due = st.earliest(w.draining) }
 
 // Stop releases every lease the worker holds and forgets every stream.
-// Replies that come later are dropped. A lease whose release fails is left
-// to expire.
+// Replies DeliverAll held are persisted first; replies that come later
+// are dropped. A lease whose release fails is left to expire.
 func (w *Worker) Stop(ctx context.Context, now time.Time) {
 	w.clock(now)
 	w.draining = true
+	if len(w.held) > 0 {
+		// Replies DeliverAll held are persisted as a drain persists the
+		// others. Draining, nothing is handed out, so none is held again.
+		w.deliverAll(ctx, w.now, nil)
+		w.flush()
+	}
 	for _, st := range slices.Clone(w.order) {
 		w.release(ctx, st, "shutting down")
 	}
