@@ -160,17 +160,7 @@ func TestSecondReplyOfAStreamSavesTheFirstBatchFirst(t *testing.T) {
 // failure would trip the circuit while the attempt is still to go out,
 // and the driver would send it while the probe is out.
 func TestReplyBehindAnAttemptOfItsStreamWaitsForTheNextCall(t *testing.T) {
-	e := newEnv(t, func(c *worker.Config) {
-		c.Policy = func(string) (machine.Config, error) {
-			p := policy()
-			p.Ordering, p.Window, p.BreakerThreshold = machine.Independent, 2, 2
-			return p, nil
-		}
-	})
-	for _, id := range []string{"a1", "a2", "a3"} {
-		e.enqueue("a", id)
-	}
-	fx := e.advance()
+	e, fx := newWindowTwoEnv(t)
 	if len(fx.Sends) != 2 {
 		t.Fatalf("want a1#1 and a2#1, got %+v", fx.Sends)
 	}
@@ -195,17 +185,7 @@ func TestReplyBehindAnAttemptOfItsStreamWaitsForTheNextCall(t *testing.T) {
 // A reply held when the worker stops is persisted before the leases
 // are released: a stop costs no reply that came in.
 func TestHeldReplyIsPersistedAtStop(t *testing.T) {
-	e := newEnv(t, func(c *worker.Config) {
-		c.Policy = func(string) (machine.Config, error) {
-			p := policy()
-			p.Ordering, p.Window, p.BreakerThreshold = machine.Independent, 2, 2
-			return p, nil
-		}
-	})
-	for _, id := range []string{"a1", "a2", "a3"} {
-		e.enqueue("a", id)
-	}
-	fx := e.advance()
+	e, fx := newWindowTwoEnv(t)
 	failed := channel.Outcome{Result: machine.OutcomeFailed, Status: 503}
 	e.w.DeliverAll(e.ctx, e.now(), []worker.Reply{fx.Sends[0].Reply(failed), fx.Sends[1].Reply(failed)})
 	if r := e.record("a2"); r.State != machine.Pending {
@@ -219,4 +199,22 @@ func TestHeldReplyIsPersistedAtStop(t *testing.T) {
 	if e.w.Owned() != 0 {
 		t.Fatalf("the worker still owns %d streams after Stop", e.w.Owned())
 	}
+}
+
+// newWindowTwoEnv is newEnv with stream a independent, a window of two
+// and a breaker that opens at two failures, holding a1, a2 and a3, and
+// the first Advance's effects: the attempts of a1 and a2.
+func newWindowTwoEnv(t *testing.T) (*env, worker.Effects) {
+	t.Helper()
+	e := newEnv(t, func(c *worker.Config) {
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.Ordering, p.Window, p.BreakerThreshold = machine.Independent, 2, 2
+			return p, nil
+		}
+	})
+	for _, id := range []string{"a1", "a2", "a3"} {
+		e.enqueue("a", id)
+	}
+	return e, e.advance()
 }
