@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/courierlab/courier/invariants"
+	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/worker"
 	"github.com/courierlab/courier/worker/observe"
@@ -33,6 +34,11 @@ type recorder struct {
 	// token) has at most one Save unstamped; the entries of the others,
 	// and everything logged meanwhile, wait behind it.
 	held []heldEntry
+	// granted is when each stream was last granted and its new owner has
+	// not yet asked Policy about it; stall is the longest such wait seen
+	// (see policy).
+	granted map[string]time.Time
+	stall   time.Duration
 }
 
 // heldEntry is an entry waiting in recorder.held: unstamped if it is a
@@ -181,8 +187,40 @@ func (s recordingStore) ClaimDue(ctx context.Context, owner string, ttl time.Dur
 	ls, err := s.Store.ClaimDue(ctx, owner, ttl, max)
 	for _, l := range ls {
 		s.rec.addLocked(invariants.Entry{Kind: invariants.LeaseGranted, Worker: owner, Token: l.Token, Until: l.Expires})
+		if s.rec.granted == nil {
+			s.rec.granted = map[string]time.Time{}
+		}
+		s.rec.granted[l.Stream] = time.Now()
 	}
 	return ls, err
+}
+
+// policy wraps the workers' Policy to measure how long after a grant the
+// new owner asks whether the stream is paused: the run's Stall for the
+// pause rule (invariants.Run.Stall). An owner granted a stream just before
+// a resume may read the pause after it and rightly keep the stream; the
+// rule forgives a grant that close to the resume, and how close is what a
+// real process on a loaded machine shows, not zero.
+func (r *recorder) policy(f func(string) (machine.Config, error)) func(string) (machine.Config, error) {
+	return func(stream string) (machine.Config, error) {
+		cfg, err := f(stream)
+		read := time.Now() // the pause was read by now
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if at, ok := r.granted[stream]; ok {
+			r.stall = max(r.stall, read.Sub(at))
+			delete(r.granted, stream)
+		}
+		return cfg, err
+	}
+}
+
+// grantToPolicy is the longest an owner took, from a grant, to ask Policy
+// about the stream granted.
+func (r *recorder) grantToPolicy() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stall
 }
 
 func (s recordingStore) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {

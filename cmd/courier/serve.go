@@ -226,17 +226,19 @@ func serveConfig(ctx context.Context, c *Config, log *slog.Logger, ready chan<- 
 	owner := host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	st := be.st
 	var obs worker.Observer
+	pol := policy(c, be.pauses, eps)
 	if h != nil {
 		h.store = st
 		st = recordingStore{Store: st, rec: h.rec}
 		obs = h.rec.observer()
+		pol = h.rec.policy(pol)
 	}
 	svc, err := courier.New(courier.Config{
 		Worker: worker.Config{
 			Owner:      owner,
 			Store:      st,
 			Observer:   obs,
-			Policy:     policy(c, be.pauses, eps),
+			Policy:     pol,
 			MaxStreams: maxStreams,
 			LeaseTTL:   c.LeaseTTL.Duration,
 			Poll:       c.Poll.Duration,
