@@ -309,7 +309,7 @@ func (s *Service) serve(ctx context.Context, sh *shard) {
 	base := context.WithoutCancel(ctx)
 	sendCtx, cancelSends := context.WithCancel(base)
 	defer cancelSends()
-	l := &loop{s: s, sh: sh, base: base, sendCtx: sendCtx}
+	l := &loop{s: s, sh: sh, base: base, sendCtx: sendCtx, spacing: sendSpacing{}}
 	l.advance(time.Now())
 	l.run(ctx.Done(), false)
 
@@ -348,6 +348,7 @@ type loop struct {
 	base     context.Context
 	sendCtx  context.Context
 	inFlight int
+	spacing  sendSpacing // holds rate-limited sends as far apart as they started
 }
 
 // run serves the worker until stop closes or, when draining, until no
@@ -456,6 +457,7 @@ func (l *loop) advance(now time.Time) {
 	l.dispatch(l.sh.w.Advance(ctx, now))
 	if now.Sub(l.sh.snapAt) >= time.Second {
 		l.sh.snapAt = now
+		l.spacing.prune(now)
 		l.s.tel.snapshot(l.sh.index, l.sh.w)
 	}
 }
@@ -469,11 +471,14 @@ func (l *loop) deliver(rs []worker.Reply) {
 }
 
 // dispatch starts one goroutine per send and probe; each hands its
-// outcome back to the loop.
+// outcome back to the loop. A rate-limited stream's send may first wait
+// (sendSpacing).
 func (l *loop) dispatch(fx worker.Effects) {
+	now := time.Now()
 	for _, x := range fx.Sends {
 		l.inFlight++
-		go func() { l.sh.repl <- x.Reply(l.s.send(l.sendCtx, x)) }()
+		hold := l.spacing.hold(x, now)
+		go func() { l.sh.repl <- x.Reply(l.s.send(l.sendCtx, x, hold)) }()
 	}
 	for _, p := range fx.Probes {
 		l.inFlight++
@@ -493,10 +498,26 @@ func (s *Service) acquire(ctx context.Context) bool {
 
 func (s *Service) release() { <-s.sem }
 
-// send carries out one attempt: under the global bound, never at or after
-// the lease's end by this worker's clock, within the attempt's timeout.
-func (s *Service) send(ctx context.Context, x worker.Send) channel.Outcome {
-	if !s.acquire(ctx) {
+// wait waits d, or gives up when ctx ends first.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// send carries out one attempt after hold: under the global bound, never
+// at or after the lease's end by this worker's clock, within the
+// attempt's timeout.
+func (s *Service) send(ctx context.Context, x worker.Send, hold time.Duration) channel.Outcome {
+	if !wait(ctx, hold) || !s.acquire(ctx) {
 		return channel.Outcome{Result: machine.OutcomeTimedOut, Detail: "not sent: shutting down"}
 	}
 	defer s.release()

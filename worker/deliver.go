@@ -107,7 +107,7 @@ func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 		if plantedActsOnStale(errs[i]) {
 			// The planted BatchActsOnRefused: the fenced-off owner
 			// sends, and learns of its loss only at its next renewal.
-			w.handOut(sv.st, sv.sends, sv.probes)
+			w.handOut(sv.st, now, sv.sends, sv.probes)
 			sv.st.wakeAt = sv.wake
 			continue
 		}

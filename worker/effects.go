@@ -39,6 +39,15 @@ type Send struct {
 	// Timeout bounds the call (the stream's AttemptTimeout): the machine
 	// counts the attempt as timed out after it anyway.
 	Timeout time.Duration
+	// At is when the machine started the attempt, by the worker's clock,
+	// and RatePer the stream's rate window (machine.Config.RatePer, zero
+	// with no rate limit). The machine's rate limit holds for these
+	// starts; a driver that hands sends out after the store work of its
+	// call keeps a limited stream's sends at least as far apart as their
+	// At (courier's loop does), so that the limit also holds on the wire,
+	// however long one call's store work took beside another's.
+	At      time.Time
+	RatePer time.Duration
 }
 
 // Reply builds the Deliver input that reports o as this send's outcome.

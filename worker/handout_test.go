@@ -117,3 +117,34 @@ func TestHandedOutListsStayAsHandedOut(t *testing.T) {
 		}
 	}
 }
+
+// A send carries when its machine started it and the stream's rate
+// window, which a driver needs to keep the limit on the wire; a stream
+// without a limit has no window.
+func TestSendCarriesItsStartAndRateWindow(t *testing.T) {
+	for _, per := range []time.Duration{0, 2 * time.Second} {
+		e := newEnv(t, func(c *worker.Config) {
+			c.Policy = func(string) (machine.Config, error) {
+				p := policy()
+				p.Ordering = machine.Independent
+				if per > 0 {
+					p.RateLimit, p.RatePer = 3, per
+				}
+				return p, nil
+			}
+		})
+		e.enqueue("a", "a1")
+		fx := e.advance()
+		if per > 0 {
+			// A recovered machine counts a full window of starts.
+			e.clock.Advance(per)
+			fx = e.advance()
+		}
+		if len(fx.Sends) != 1 {
+			t.Fatalf("RatePer %v: want a1's attempt, got %+v", per, fx.Sends)
+		}
+		if x := fx.Sends[0]; !x.At.Equal(e.now()) || x.RatePer != per {
+			t.Errorf("RatePer %v: the send says At %v, RatePer %v; want %v and %v", per, x.At, x.RatePer, e.now(), per)
+		}
+	}
+}

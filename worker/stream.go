@@ -467,7 +467,7 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		sends, probes = nil, nil
 	}
 	if sendsBeforeSave() {
-		w.handOut(st, sends, probes)
+		w.handOut(st, now, sends, probes)
 		sends, probes = nil, nil
 	}
 	sv := pendingSave{st: st, lease: st.lease, persist: persist, sends: sends, probes: probes, wake: b.WakeAt}
@@ -508,14 +508,14 @@ func (w *Worker) saved(now time.Time, sv pendingSave, err error) bool {
 	if st.gone {
 		return false // lost meanwhile: its sends must not go out
 	}
-	w.handOut(st, sv.sends, sv.probes)
+	w.handOut(st, now, sv.sends, sv.probes)
 	st.wakeAt = plantedWake(sv.wake)
 	return true
 }
 
 // handOut gives the driver a batch's sends and probes, whose attempt and
 // probe numbers are durable by now.
-func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Probe) {
+func (w *Worker) handOut(st *stream, now time.Time, sends []machine.Send, probes []machine.Probe) {
 	if len(sends)+len(probes) > 0 {
 		st.handedOut = true
 	}
@@ -527,6 +527,8 @@ func (w *Worker) handOut(st *stream, sends []machine.Send, probes []machine.Prob
 			Gen:      st.gen,
 			Deadline: st.expiresAt,
 			Timeout:  st.cfg.AttemptTimeout,
+			At:       now,
+			RatePer:  st.cfg.RatePer,
 		})
 	}
 	for _, p := range probes {
