@@ -302,7 +302,7 @@ func All() []Scenario {
 				return c
 			},
 		},
-	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout(), platformOps(), producers64())...)
+	}, append(clusterScenarios(), rateLimited(), longOutage(), fanout(), platformOps(), producers64(), manyStreams(), massRecovery())...)
 }
 
 // ClusterBase is Base with three workers sharing one store: 2s leases,

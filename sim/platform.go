@@ -678,9 +678,12 @@ func (s *sim) replayed(rec store.Record, by string) {
 }
 
 // outage reports whether stream's sends are refused now: the world's
-// outages, or its endpoint's.
+// outages, the streams down (Channel.Down), or its endpoint's.
 func (s *sim) outage(stream string) bool {
 	if s.inWindows(s.w.Channel.Outages) {
+		return true
+	}
+	if d := s.w.Channel.Down; d.Streams > 0 && d.contains(s.elapsed) && d.has(s.streamIndex(stream), len(s.streams)) {
 		return true
 	}
 	return s.plat != nil && s.inWindows(s.w.Platform.Endpoints[s.streamIndex(stream)].Outages)

@@ -56,6 +56,20 @@ func TestValidate(t *testing.T) {
 		{"no events", "a run needs an event", "", func(w *sim.World) { w.Events = 0 }, "Events"},
 		{"too many events", "Events is bounded", "", func(w *sim.World) { w.Events = 100_001 }, "Events"},
 		{"Interarrival", "gaps are not negative", "", func(w *sim.World) { w.Interarrival = -1 }, "Interarrival"},
+		{"too many streams", "Streams is bounded", "", func(w *sim.World) { w.Streams = sim.MaxWorldStreams + 1 }, "Streams"},
+		{"the most streams", "MaxWorldStreams is what Validate allows", "", func(w *sim.World) { w.Streams = sim.MaxWorldStreams }, ""},
+		{"more streams down than streams", "Down picks among the world's streams", "", func(w *sim.World) {
+			w.Streams, w.FaultsEnd = 4, time.Minute
+			w.Channel.Down = sim.StreamsDown{Streams: 5, Window: sim.Window{To: time.Minute}}
+		}, "Channel.Down.Streams"},
+		{"streams down past FaultsEnd", "Down is a fault and ends by FaultsEnd", "", func(w *sim.World) {
+			w.Streams, w.FaultsEnd = 4, time.Second
+			w.Channel.Down = sim.StreamsDown{Streams: 2, Window: sim.Window{To: time.Minute}}
+		}, "Channel windows"},
+		{"streams down in an HTTP world", "the real channel has no per-stream outage", "", func(w *sim.World) {
+			w.Streams, w.FaultsEnd, w.HTTP.On = 4, time.Minute, true
+			w.Channel.Down = sim.StreamsDown{Streams: 2, Window: sim.Window{To: time.Minute}}
+		}, "Channel.Down"},
 		{"AckTimeout", "the producer must wait for its ack", "", func(w *sim.World) { w.Producer.AckTimeout = 0 }, "Producer.AckTimeout"},
 		{"TwiceDelay", "the copy cannot come before the original", "", func(w *sim.World) { w.Producer.TwiceDelay = -1 }, "Producer.TwiceDelay"},
 		{"LatencyMax below LatencyMin", "latency is a range", "", func(w *sim.World) { w.Channel.LatencyMax = time.Millisecond }, "Channel.LatencyMax"},
@@ -453,5 +467,40 @@ func TestGatherBatchesReplies(t *testing.T) {
 	}
 	if at20.BatchedReplies <= at0.BatchedReplies {
 		t.Errorf("a 20ms window batched %d replies, no window %d: want more", at20.BatchedReplies, at0.BatchedReplies)
+	}
+}
+
+// Channel.Down refuses the sends of the streams it picks, spread evenly
+// (streams 5 and 10 of ten when two are down), inside its window only,
+// and no other stream's: every event still lands once.
+func TestStreamsDownRefuseOnlyTheirStreams(t *testing.T) {
+	w := base(3)
+	w.Streams, w.Events, w.FaultsEnd = 10, 60, 20*time.Second
+	w.Channel.Down = sim.StreamsDown{Streams: 2, Window: sim.Window{To: 20 * time.Second}}
+	r, err := sim.Run(w, 3, sim.Options{Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	downOf := map[string]bool{}
+	for i := range w.Events {
+		downOf[sim.EventID(i)] = i%10 == 4 || i%10 == 9
+	}
+	refused := 0
+	for _, line := range r.Trace {
+		_, rest, ok := strings.Cut(line, "fault outage: ")
+		if !ok {
+			continue
+		}
+		id, _, _ := strings.Cut(rest, "#")
+		if !downOf[id] {
+			t.Fatalf("%s, of a stream that is up, was refused: %s", id, line)
+		}
+		refused++
+	}
+	if refused == 0 {
+		t.Fatal("no send of the streams down was refused")
+	}
+	if len(r.Violations) > 0 || r.Stats.Applied != w.Events || r.Stats.AppliedTwice > 0 {
+		t.Fatalf("violations %v, applied %d of %d (%d twice)", r.Violations, r.Stats.Applied, w.Events, r.Stats.AppliedTwice)
 	}
 }

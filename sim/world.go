@@ -24,7 +24,7 @@ type World struct {
 
 	// Streams spreads the events over this many streams (event i goes to
 	// stream i mod Streams), each delivered and judged on its own; 0 or 1
-	// is one stream.
+	// is one stream, MaxWorldStreams at most.
 	Streams int
 
 	Producer Producer
@@ -95,6 +95,8 @@ type Channel struct {
 	// Outages: sends and probes started inside one are refused (the
 	// receiver is unreachable) after one LatencyMin.
 	Outages []Window
+	// Down: some streams' endpoints are down while the others are up.
+	Down StreamsDown
 	// Flapping: inside one, each send or probe fails with FlapFailRate
 	// before it reaches the receiver.
 	Flapping     []Window
@@ -107,6 +109,24 @@ type Channel struct {
 	// (and maybe after the event was given up or restarted).
 	LateRate  float64
 	LateDelay time.Duration
+}
+
+// MaxWorldStreams bounds World.Streams: the many-streams scenario's
+// 10,000 (a world of them runs in about a second).
+const MaxWorldStreams = 10_000
+
+// StreamsDown is Streams of the world's streams, spread evenly over them,
+// whose sends and probes are refused inside Window, as Outages refuse
+// every stream's: endpoints that are down (or all come back at once)
+// while the others deliver.
+type StreamsDown struct {
+	Streams int
+	Window
+}
+
+// has reports whether stream i of n is one of the Streams down.
+func (d StreamsDown) has(i, n int) bool {
+	return (i+1)*d.Streams/n > i*d.Streams/n
 }
 
 // Receiver is the downstream system.
@@ -311,8 +331,12 @@ func (w World) Validate() error {
 	switch {
 	case w.Events < 1 || w.Events > 100_000:
 		return bad("Events", "is %d; must be within 1..100000", w.Events)
-	case w.Streams < 0 || w.Streams > 100:
-		return bad("Streams", "is %d; must be within 0..100", w.Streams)
+	case w.Streams < 0 || w.Streams > MaxWorldStreams:
+		return bad("Streams", "is %d; must be within 0..%d", w.Streams, MaxWorldStreams)
+	case w.Channel.Down.Streams < 0 || w.Channel.Down.Streams > max(w.Streams, 1):
+		return bad("Channel.Down.Streams", "is %d; must be within 0..%d (the world's streams)", w.Channel.Down.Streams, max(w.Streams, 1))
+	case w.Channel.Down.Streams > 0 && w.HTTP.On:
+		return bad("Channel.Down", "is set in an HTTP world; down streams are a fake channel's fault")
 	case w.Cluster.MaxStreams < 0:
 		return bad("Cluster.MaxStreams", "is %d; must not be negative", w.Cluster.MaxStreams)
 	case w.Interarrival < 0:
@@ -360,7 +384,11 @@ func (w World) Validate() error {
 			return err
 		}
 	}
-	for _, win := range append(append([]Window{}, w.Channel.Outages...), w.Channel.Flapping...) {
+	windows := append(append([]Window{}, w.Channel.Outages...), w.Channel.Flapping...)
+	if w.Channel.Down.Streams > 0 {
+		windows = append(windows, w.Channel.Down.Window)
+	}
+	for _, win := range windows {
 		if win.To < win.From || win.To > w.FaultsEnd {
 			return bad("Channel windows", "%v must be a span that ends by FaultsEnd (%v)", win, w.FaultsEnd)
 		}
@@ -425,6 +453,9 @@ func (w World) Describe() string {
 	s += fmt.Sprintf(" | latency=%v..%v client-timeout=%v faults-end=%v", c.LatencyMin, c.LatencyMax, c.ClientTimeout, w.FaultsEnd)
 	if len(c.Outages) > 0 {
 		s += fmt.Sprintf(" outages=%v", c.Outages)
+	}
+	if c.Down.Streams > 0 {
+		s += fmt.Sprintf(" down=%d@%v", c.Down.Streams, c.Down.Window)
 	}
 	if len(c.Flapping) > 0 {
 		s += fmt.Sprintf(" flapping=%v@%.2f", c.Flapping, c.FlapFailRate)
