@@ -48,7 +48,7 @@ func main() {
 	flag.DurationVar(&o.steady, "steady", 10*time.Second, "how long the producers of a steady shape publish")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a drain that takes longer")
 	flag.StringVar(&o.only, "only", "", "run only the shapes whose name contains this")
-	flag.BoolVar(&o.profile, "profile", false, "after each courier steady run, print its statements' counts and times per delivered event and its CPU time")
+	flag.BoolVar(&o.profile, "profile", false, "after each courier steady run, print its round trips' counts and times per delivered event and its CPU time")
 	flag.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of each courier steady run to this file (the last run's is kept)")
 	flag.Parse()
 	if o.postgres == "" || o.rounds < 1 || o.events < 1 || o.steady <= 0 || o.timeout <= 0 {

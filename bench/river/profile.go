@@ -16,9 +16,10 @@ import (
 )
 
 // statements is a pgx tracer (pgstore.Options.Tracer) that counts the
-// statements courier's store sends and sums, per statement, the time
-// from sending it to its answer: round trips, the database's work and,
-// for COMMIT, its fsync. It is on only with -profile.
+// round trips courier's store makes (a statement alone, or a batch of
+// them) and sums, per statement or batch, the time from sending it to
+// its answer: the round trip, the database's work and, for COMMIT, its
+// fsync. It is on only with -profile.
 type statements struct {
 	mu    sync.Mutex
 	stats map[string]*statementStat
@@ -41,6 +42,28 @@ type queryStart struct {
 }
 
 func (s *statements) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	s.end(ctx)
+}
+
+// TraceBatchStart keys a batch (pgstore sends a transaction's BEGIN and
+// writes with the query or COMMIT after them) by its statements' starts.
+func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	var parts []string
+	for _, q := range data.Batch.QueuedQueries {
+		k := statementKey(q.SQL)
+		parts = append(parts, k[:min(len(k), 24)])
+	}
+	return context.WithValue(ctx, startKey{}, queryStart{sql: "batch: " + strings.Join(parts, " + "), at: time.Now()})
+}
+
+func (*statements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (s *statements) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	s.end(ctx)
+}
+
+// end adds the time since ctx's statement or batch went out to its key.
+func (s *statements) end(ctx context.Context) {
 	q, ok := ctx.Value(startKey{}).(queryStart)
 	if !ok {
 		return
@@ -86,7 +109,7 @@ func (s *statements) report(w io.Writer, wall time.Duration, n int64, cpu time.D
 	}
 	slices.SortFunc(keys, func(a, b string) int { return int(s.stats[b].total - s.stats[a].total) })
 	per := func(x float64) float64 { return x / float64(max(n, 1)) }
-	fmt.Fprintf(w, "profile: %d delivered in %v; %.2f statements and %.2f ms of statement time per delivered event (summed over connections); process CPU %.2f ms per delivered event\n",
+	fmt.Fprintf(w, "profile: %d delivered in %v; %.2f round trips and %.2f ms of their time per delivered event (summed over connections); process CPU %.2f ms per delivered event\n",
 		n, wall.Round(time.Millisecond), per(float64(count)), per(float64(total.Microseconds())/1000), per(float64(cpu.Microseconds())/1000))
 	for _, k := range keys {
 		st := s.stats[k]

@@ -28,11 +28,26 @@
 //     one transaction: either the lease was valid and every update is in,
 //     or nothing is.
 //
+// # Round trips
+//
+// A transaction's BEGIN, and every statement that returns no rows, wait
+// on the client and go to the server with the next query or with the
+// COMMIT, as one pgx batch (one pipeline and one Sync: the server skips
+// whatever follows a failed statement); queries that do not depend on
+// each other's answers go together too (sqlcore.Pipeliner). A Save is
+// two round trips (BEGIN, the streams' lock and the records' lock; the
+// writes and the COMMIT) and so is an enqueue to streams that exist
+// (BEGIN, the streams' lock and the IDs already taken; the inserts, the
+// streams' last Seq and the COMMIT), however many streams and records
+// the batch holds.
+//
 // A failed statement rolls the transaction back and is reported as
 // store.ErrUnavailable; serialization failures, deadlocks and
 // unique-key races are retried a few times first. A commit whose reply
 // never came (the connection broke, the context ended) is reported as
-// store.ErrUnknown; a commit the server refused is ErrUnavailable.
+// store.ErrUnknown, and so is a batch carrying the COMMIT that broke
+// off before its replies came; a commit the server refused is
+// ErrUnavailable.
 //
 // # Text, bytes and the database's encoding
 //

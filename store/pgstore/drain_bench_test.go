@@ -26,9 +26,9 @@ import (
 // The channel answers at once, so the figure is the store's and the
 // runtime's. Each reports events (or jobs) per second; compare with
 // benchstat, or run with -benchtime=5000x -count=5 for the shape.
-// courier's runs also report the statements (round trips: BEGIN and
-// COMMIT included) and the transactions the store sent per event while
-// draining.
+// courier's runs also report the statements (BEGIN and COMMIT
+// included), the round trips that carried them, and the transactions the
+// store sent per event while draining.
 func BenchmarkDrain(b *testing.B) {
 	conn := server(b)
 	for _, streams := range []int{1, 8, 64} {
@@ -97,6 +97,7 @@ func drainCourier(b *testing.B, streams, workers int) {
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	sent.statements.Store(0)
+	sent.roundTrips.Store(0)
 	sent.transactions.Store(0)
 	b.ResetTimer()
 	start := time.Now()
@@ -107,7 +108,7 @@ func drainCourier(b *testing.B, streams, workers int) {
 		b.Fatalf("delivered %d of %d in 10 minutes", delivered.Load(), b.N)
 	}
 	elapsed := time.Since(start)
-	statements, transactions := sent.statements.Load(), sent.transactions.Load()
+	statements, roundTrips, transactions := sent.statements.Load(), sent.roundTrips.Load(), sent.transactions.Load()
 	b.StopTimer()
 	stop()
 	if err := <-ran; err != nil {
@@ -115,24 +116,43 @@ func drainCourier(b *testing.B, streams, workers int) {
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(statements)/float64(b.N), "stmts/event")
+	b.ReportMetric(float64(roundTrips)/float64(b.N), "trips/event")
 	b.ReportMetric(float64(transactions)/float64(b.N), "xacts/event")
 }
 
-// counter is a pgx tracer that counts the statements a store sends, and
-// the transactions among them by their BEGIN.
+// counter is a pgx tracer that counts the statements a store sends, the
+// round trips that carry them (a query alone, or a batch: pgstore sends a
+// transaction's BEGIN and its writes with the query or COMMIT that
+// follows them), and the transactions among them by their BEGIN.
 type counter struct {
-	statements, transactions atomic.Int64
+	statements, roundTrips, transactions atomic.Int64
+}
+
+func (c *counter) statement(sql string) {
+	c.statements.Add(1)
+	if len(sql) >= 5 && strings.EqualFold(sql[:5], "begin") {
+		c.transactions.Add(1)
+	}
 }
 
 func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	c.statements.Add(1)
-	if len(data.SQL) >= 5 && strings.EqualFold(data.SQL[:5], "begin") {
-		c.transactions.Add(1)
-	}
+	c.roundTrips.Add(1)
+	c.statement(data.SQL)
 	return ctx
 }
 
 func (*counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.roundTrips.Add(1)
+	return ctx
+}
+
+func (c *counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	c.statement(data.SQL)
+}
+
+func (*counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // drainRiver inserts b.N no-op jobs, untimed, then times a River client
 // with k workers working them all.

@@ -35,9 +35,12 @@ type Options struct {
 	// MaxConns bounds the pool; 0 leaves pgxpool's default (or the
 	// connection string's pool_max_conns).
 	MaxConns int32
-	// Tracer, if not nil, is told of every statement the store sends,
-	// BEGIN and COMMIT included (pgx's tracer: a counter, a log, an
-	// OpenTelemetry span).
+	// Tracer, if not nil, is told of every statement the store sends
+	// alone (pgx's tracer: a counter, a log, an OpenTelemetry span). Most
+	// go out in batches (a transaction's BEGIN and writes travel with the
+	// query or the COMMIT that follows them): a Tracer that also
+	// implements pgx.BatchTracer is told of those, BEGIN and COMMIT
+	// included.
 	Tracer pgx.QueryTracer
 }
 
@@ -200,33 +203,217 @@ var dialect = sqlcore.Dialect{
 // db adapts a pgx pool to sqlcore.
 type db struct{ p *pgxpool.Pool }
 
+// Begin takes a connection from the pool. Its BEGIN waits for the
+// transaction's first query (see tx).
 func (d db) Begin(ctx context.Context, write bool) (sqlcore.Tx, error) {
-	opts := pgx.TxOptions{}
-	if !write {
-		// One snapshot for the lease check and the rows it guards.
-		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	}
-	t, err := d.p.BeginTx(ctx, opts)
+	conn, err := d.p.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return tx{t}, nil
+	t := &tx{conn: conn}
+	if write {
+		t.waiting.Queue(`BEGIN`)
+	} else {
+		// One snapshot for the lease check and the rows it guards.
+		t.waiting.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	}
+	return t, nil
 }
 
-type tx struct{ t pgx.Tx }
+// tx is one transaction on a connection of the pool. What needs no reply
+// waits: the BEGIN, and every statement sent with Exec, go out with the
+// next query or with the COMMIT, in one round trip (a pgx batch: one
+// pipeline, one Sync, and the server skips what follows a failed
+// statement up to it). With Queries (the streams' and the records' locks
+// together) a Save is two round trips where it was six. An Exec's error
+// is reported by the call that sends it.
+type tx struct {
+	conn    *pgxpool.Conn
+	waiting pgx.Batch
+	begun   bool // the BEGIN went out
+}
 
-func (t tx) Exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.t.Exec(ctx, q, args...)
+func (t *tx) Exec(_ context.Context, q string, args ...any) error {
+	t.waiting.Queue(q, args...)
+	return nil
+}
+
+func (t *tx) QueryRow(ctx context.Context, q string, args ...any) sqlcore.Row {
+	if t.waiting.Len() == 0 {
+		return t.conn.QueryRow(ctx, q, args...)
+	}
+	br, err := t.sendWith(ctx, q, args)
+	if err != nil {
+		return failedRow{br.Close, err}
+	}
+	return batchRow{br.QueryRow(), br}
+}
+
+func (t *tx) Query(ctx context.Context, q string, args ...any) (sqlcore.Rows, error) {
+	if t.waiting.Len() == 0 {
+		return t.conn.Query(ctx, q, args...)
+	}
+	br, err := t.sendWith(ctx, q, args)
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			return &batchRows{Rows: rows, br: br}, nil
+		}
+	}
+	br.Close()
+	return nil, err
+}
+
+// Queries implements sqlcore.Pipeliner: the waiting statements and qs
+// in one batch.
+func (t *tx) Queries(ctx context.Context, qs []sqlcore.Query) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	execs := t.waiting.Len()
+	for _, q := range qs {
+		t.waiting.Queue(q.SQL, q.Args...)
+	}
+	br := t.send(ctx)
+	err := execReplies(br, execs)
+	for _, q := range qs {
+		if err != nil {
+			break
+		}
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			err = sqlcore.EachRow(rows, q.Each)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 
-func (t tx) QueryRow(ctx context.Context, q string, args ...any) sqlcore.Row {
-	return t.t.QueryRow(ctx, q, args...)
+// sendWith sends the waiting statements and q after them, and reads the
+// replies of the waiting ones: the first error among them, if any. q's
+// reply is the next one br holds.
+func (t *tx) sendWith(ctx context.Context, q string, args []any) (pgx.BatchResults, error) {
+	execs := t.waiting.Len()
+	t.waiting.Queue(q, args...)
+	br := t.send(ctx)
+	return br, execReplies(br, execs)
 }
 
-func (t tx) Query(ctx context.Context, q string, args ...any) (sqlcore.Rows, error) {
-	return t.t.Query(ctx, q, args...)
+// execReplies reads the next n replies of br, which return no rows, and
+// returns the first error.
+func execReplies(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (t tx) Commit(ctx context.Context) error   { return t.t.Commit(ctx) }
-func (t tx) Rollback(ctx context.Context) error { return t.t.Rollback(ctx) }
+// send sends the waiting statements in one batch.
+func (t *tx) send(ctx context.Context) pgx.BatchResults {
+	b := t.waiting
+	t.waiting = pgx.Batch{}
+	t.begun = true
+	return t.conn.SendBatch(ctx, &b)
+}
+
+// Commit sends the waiting writes with the COMMIT. A statement the
+// server refused, or a COMMIT it answered with ROLLBACK, committed
+// nothing; any other failure leaves the outcome unknown, as a lost
+// COMMIT's reply does.
+func (t *tx) Commit(ctx context.Context) error {
+	if !t.begun && t.waiting.Len() == 1 {
+		t.conn.Release() // only the BEGIN waits: nothing was asked
+		return nil
+	}
+	br, err := t.sendWith(ctx, `COMMIT`, nil)
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback // the transaction had failed
+	}
+	if err != nil {
+		return t.abandon(ctx, err)
+	}
+	t.conn.Release()
+	return nil
+}
+
+// Rollback ends the transaction: there is nothing to roll back if its
+// BEGIN never went out.
+func (t *tx) Rollback(ctx context.Context) error {
+	if !t.begun {
+		t.conn.Release()
+		return nil
+	}
+	return t.abandon(ctx, nil)
+}
+
+// abandon rolls back what the connection still holds open and gives the
+// connection back (the pool closes one left in a transaction or
+// broken). It returns err.
+func (t *tx) abandon(ctx context.Context, err error) error {
+	if pc := t.conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		_, _ = t.conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+	t.conn.Release()
+	return err
+}
+
+// batchRows are the rows of a batch's last query: closing them ends
+// the batch.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error // the batch's end
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err = r.br.Close()
+		r.br = nil
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// batchRow is the row of a batch's last query: scanning it ends the
+// batch.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// failedRow is a row whose batch failed before it: scanning it reports
+// the failure.
+type failedRow struct {
+	close func() error
+	err   error
+}
+
+func (r failedRow) Scan(...any) error {
+	r.close()
+	return r.err
+}

@@ -3,7 +3,7 @@
 // that the write is then either wholly in the store or wholly absent. A
 // small TCP proxy on loopback stands between the store and the server,
 // reads the client's messages, and cuts the connection once it has
-// passed a COMMIT on: after the server's reply arrived (so the write
+// passed a COMMIT on (a simple query, or a pipeline that binds one): after the server's reply arrived (so the write
 // certainly committed) or at once (so the outcome is the server's race).
 // pgx reports that lost reply as "conn closed", an error that claims
 // pgconn.SafeToRetry: the test fails if pgstore ever trusts that claim at
@@ -125,14 +125,14 @@ func (p *commitCutter) relay(client, server net.Conn) {
 		cut()
 		return
 	}
+	var commits commitFinder
 	for {
 		typ, msg, err := readMessage(client)
 		if err != nil {
 			cut()
 			return
 		}
-		commit := typ == 'Q' && strings.EqualFold(strings.TrimRight(string(msg[5:]), "\x00; "), "commit")
-		if commit && p.armed.CompareAndSwap(true, false) {
+		if commits.sent(typ, msg) && p.armed.CompareAndSwap(true, false) {
 			p.cuts.Add(1)
 			cutting.Store(true)
 			if _, err := server.Write(msg); err != nil {
@@ -153,6 +153,47 @@ func (p *commitCutter) relay(client, server net.Conn) {
 			return
 		}
 	}
+}
+
+// commitFinder finds the message that makes the server run a COMMIT:
+// a simple query, or the Sync that ends a pipeline in which a COMMIT was
+// bound (pgstore sends its COMMIT with the transaction's last writes, in
+// the extended protocol, as a prepared statement).
+type commitFinder struct {
+	statements map[string]string // prepared statement name → its SQL
+	bound      bool              // a COMMIT is bound and waits for the Sync
+}
+
+func isCommit(sql string) bool {
+	return strings.EqualFold(strings.TrimRight(sql, "\x00; "), "commit")
+}
+
+// sent reads one message the client sends and reports whether the
+// server runs a COMMIT once it has it.
+func (f *commitFinder) sent(typ byte, msg []byte) bool {
+	body := msg[5:]
+	switch typ {
+	case 'Q':
+		return isCommit(string(body))
+	case 'P': // Parse: statement name, SQL, ...
+		parts := strings.SplitN(string(body), "\x00", 3)
+		if len(parts) == 3 {
+			if f.statements == nil {
+				f.statements = map[string]string{}
+			}
+			f.statements[parts[0]] = parts[1]
+		}
+	case 'B': // Bind: portal name, statement name, ...
+		parts := strings.SplitN(string(body), "\x00", 3)
+		if len(parts) == 3 && isCommit(f.statements[parts[1]]) {
+			f.bound = true
+		}
+	case 'S':
+		commit := f.bound
+		f.bound = false
+		return commit
+	}
+	return false
 }
 
 // passStartup forwards the untyped messages that open a connection: an
@@ -268,7 +309,8 @@ func lostCommit(t *testing.T, p *commitCutter, proxied string, mustHaveCommitted
 	}
 
 	p.armed.Store(true)
-	err = s.Save(ctx, l, ups)
+	saveErr := s.Save(ctx, l, ups)
+	err = saveErr
 	if got := p.cuts.Load(); got != 1 {
 		t.Fatalf("the proxy cut %d connections at a COMMIT, want 1 (Save: %v)", got, err)
 	}
@@ -316,5 +358,5 @@ func lostCommit(t *testing.T, p *commitCutter, proxied string, mustHaveCommitted
 	case mustHaveCommitted && attempts[0] != 1:
 		t.Errorf("attempts after a lost reply to a COMMIT the server answered = %v, want [1 1]", attempts)
 	}
-	t.Logf("Save: %v; attempts read back: %v", err, attempts)
+	t.Logf("Save: %v; attempts read back: %v", saveErr, attempts)
 }

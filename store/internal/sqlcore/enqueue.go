@@ -12,8 +12,8 @@ import (
 
 // Enqueues, one or a batch, take the same few statements however many
 // events and streams they hold: one locks the streams' rows (creating
-// those that have none, and reading the store's clock), one finds the
-// IDs already taken, one inserts the events, one their deliveries, and
+// those that have none, and reading the store's clock) and one finds the
+// IDs already taken, sent together; one inserts the events, one their deliveries, and
 // one moves each stream's last Seq and due instant. A duplicate costs a
 // read of its record.
 
@@ -50,11 +50,7 @@ func (c *Core) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]sto
 	}
 	streams, ids = sortedSet(streams), sortedSet(ids)
 	err := c.writeUnclocked(ctx, "enqueue", func(tx Tx) error {
-		lastSeq, now, err := c.lockStreams(ctx, tx, streams)
-		if err != nil {
-			return err
-		}
-		taken, err := c.takenIDs(ctx, tx, ids)
+		lastSeq, taken, now, err := c.lockStreams(ctx, tx, streams, ids)
 		if err != nil {
 			return err
 		}
@@ -161,79 +157,70 @@ func (e *enqueueWork) write(ctx context.Context, c *Core, tx Tx, streams []strin
 }
 
 // lockStreams locks the rows of streams (sorted), in name order,
-// creating those that have none, and returns each one's last Seq and
-// the store's now, read in the first statement that locks.
-func (c *Core) lockStreams(ctx context.Context, tx Tx, streams []string) (map[string]int64, int64, error) {
+// creating those that have none, and returns each one's last Seq, the
+// stream of each of ids (sorted) already stored, and the store's now,
+// read in the first statement that locks. The streams' lock and the
+// IDs' read go out together (queryAll).
+func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (lastSeq map[string]int64, taken map[string]string, now int64, err error) {
 	now, clocked := c.hostClock()
-	lastSeq := make(map[string]int64, len(streams))
-	read := func(names []string) error {
+	lastSeq = make(map[string]int64, len(streams))
+	lock := func(names []string) Query {
 		clock := "0"
 		if !clocked {
 			clock = c.d.Now
 		}
-		rows, err := tx.Query(ctx, `SELECT name, last_seq, `+clock+` FROM streams
-			WHERE name IN (`+placeholders(1, len(names))+`) ORDER BY name`+c.d.Lock, anys(names)...)
-		if err != nil {
-			return err
+		return Query{
+			SQL: `SELECT name, last_seq, ` + clock + ` FROM streams
+				WHERE name IN (` + placeholders(1, len(names)) + `) ORDER BY name` + c.d.Lock,
+			Args: anys(names),
+			Each: func(row Row) error {
+				var name string
+				var seq, us int64
+				if err := row.Scan(&name, &seq, &us); err != nil {
+					return err
+				}
+				lastSeq[name] = seq
+				if !clocked {
+					now, clocked = us, true
+				}
+				return nil
+			},
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var name string
-			var seq, us int64
-			if err := rows.Scan(&name, &seq, &us); err != nil {
-				return err
-			}
-			lastSeq[name] = seq
-			if !clocked {
-				now, clocked = us, true
-			}
-		}
-		return rows.Err()
 	}
+	var qs []Query
 	for part := range slices.Chunk(streams, chunk) {
-		if err := read(part); err != nil {
-			return nil, 0, err
-		}
+		qs = append(qs, lock(part))
+	}
+	taken = make(map[string]string)
+	for part := range slices.Chunk(ids, chunk) {
+		qs = append(qs, Query{
+			SQL:  `SELECT id, stream FROM events WHERE id IN (` + placeholders(1, len(part)) + `)`,
+			Args: anys(part),
+			Each: func(row Row) error {
+				var id, stream string
+				err := row.Scan(&id, &stream)
+				taken[id] = stream
+				return err
+			},
+		})
+	}
+	if err := queryAll(ctx, tx, qs); err != nil {
+		return nil, nil, 0, err
 	}
 	missing := slices.DeleteFunc(slices.Clone(streams), func(s string) bool { _, ok := lastSeq[s]; return ok })
 	for part := range slices.Chunk(missing, chunk) {
 		if err := tx.Exec(ctx, `INSERT INTO streams (name) VALUES (`+strings.Join(strings.Split(placeholders(1, len(part)), ", "), "), (")+`)
 			ON CONFLICT (name) DO NOTHING`, anys(part)...); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
-		if err := read(part); err != nil {
-			return nil, 0, err
+		if err := queryAll(ctx, tx, []Query{lock(part)}); err != nil {
+			return nil, nil, 0, err
 		}
 	}
 	if !clocked { // no stream at all: cannot happen, but read the clock
-		var err error
 		if now, err = c.clock(ctx, tx); err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 	}
-	return lastSeq, now, nil
-}
-
-// takenIDs returns, for each of ids (sorted) that is stored, its stream.
-func (c *Core) takenIDs(ctx context.Context, tx Tx, ids []string) (map[string]string, error) {
-	taken := make(map[string]string)
-	for part := range slices.Chunk(ids, chunk) {
-		rows, err := tx.Query(ctx, `SELECT id, stream FROM events WHERE id IN (`+placeholders(1, len(part))+`)`, anys(part)...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id, stream string
-			if err := rows.Scan(&id, &stream); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			taken[id] = stream
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return taken, nil
+	return lastSeq, taken, now, nil
 }

@@ -12,8 +12,9 @@ import (
 
 // Saves, one or a batch, take the same few statements however many
 // streams and records they touch: one locks the streams' rows (and reads
-// the store's clock), one locks and reads the records, one writes the
-// records that change, one refreshes the streams' due instants. Every
+// the store's clock) and one locks and reads the records, sent together;
+// one writes the records that change, one refreshes the streams' due
+// instants. Every
 // check is made in Go between the reads and the writes, so a refused
 // save writes nothing and the others go on. Lists longer than chunk are
 // split, to stay within the databases' limits on parameters.
@@ -55,15 +56,11 @@ func (c *Core) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error,
 	out := make([]error, len(saves))
 	err := c.writeUnclocked(ctx, "save", func(tx Tx) error {
 		copy(out, refused) // a try again starts afresh
-		held, now, err := c.lockLeases(ctx, tx, streams)
-		if err != nil {
+		qs, held, recs, now := c.lockQueries(streams, ids)
+		if err := queryAll(ctx, tx, qs); err != nil {
 			return err
 		}
-		recs, err := c.lockDeliveries(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		w := saveWork{recs: recs, now: now}
+		w := saveWork{recs: recs, now: now()}
 		for i, sv := range saves {
 			if refused[i] == nil {
 				out[i] = w.apply(held, sv)
@@ -178,69 +175,58 @@ func anys(s []string) []any {
 	return out
 }
 
-// lockLeases locks the rows of streams (sorted), in name order, and
-// returns their leases (none for a stream with no row) and the store's
-// now, read in the same statement.
-func (c *Core) lockLeases(ctx context.Context, tx Tx, streams []string) (map[string]store.Held, int64, error) {
-	now, clocked := c.hostClock()
+// lockQueries lock the rows of streams (sorted) and then those of the
+// records ids (sorted), in name order, and fill in the leases (none for
+// a stream with no row), the records, and the store's now, read in the
+// first statement. They go out together (queryAll): neither depends on
+// the other's answer.
+func (c *Core) lockQueries(streams, ids []string) (qs []Query, held map[string]store.Held, recs map[string]*store.Record, now func() int64) {
+	us, clocked := c.hostClock()
 	clock := "0"
 	if !clocked {
 		clock = c.d.Now
 	}
-	held := make(map[string]store.Held, len(streams))
+	held = make(map[string]store.Held, len(streams))
 	for part := range slices.Chunk(streams, chunk) {
-		rows, err := tx.Query(ctx, `SELECT name, lease_owner, lease_token, lease_expires, lease_released, `+clock+`
-			FROM streams WHERE name IN (`+placeholders(1, len(part))+`) ORDER BY name`+c.d.Lock, anys(part)...)
-		if err != nil {
-			return nil, 0, err
-		}
-		for rows.Next() {
-			var name string
-			var h store.Held
-			var token, expires, us int64
-			if err := rows.Scan(&name, &h.Owner, &token, &expires, &h.Released, &us); err != nil {
-				rows.Close()
-				return nil, 0, err
-			}
-			h.Token, h.Expires = uint64(token), instant(expires)
-			held[name] = h
-			if !clocked {
-				now, clocked = us, true // the first row's reading, for every save
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, 0, err
-		}
+		qs = append(qs, Query{
+			SQL: `SELECT name, lease_owner, lease_token, lease_expires, lease_released, ` + clock + `
+				FROM streams WHERE name IN (` + placeholders(1, len(part)) + `) ORDER BY name` + c.d.Lock,
+			Args: anys(part),
+			Each: func(row Row) error {
+				var name string
+				var h store.Held
+				var token, expires, read int64
+				if err := row.Scan(&name, &h.Owner, &token, &expires, &h.Released, &read); err != nil {
+					return err
+				}
+				h.Token, h.Expires = uint64(token), instant(expires)
+				held[name] = h
+				if !clocked {
+					us, clocked = read, true // the first row's reading, for every save
+				}
+				return nil
+			},
+		})
 	}
-	return held, now, nil
-}
-
-// lockDeliveries locks and reads the delivery rows of ids (sorted).
-func (c *Core) lockDeliveries(ctx context.Context, tx Tx, ids []string) (map[string]*store.Record, error) {
-	recs := make(map[string]*store.Record, len(ids))
+	recs = make(map[string]*store.Record, len(ids))
 	for part := range slices.Chunk(ids, chunk) {
-		rows, err := tx.Query(ctx, `SELECT `+deliveryCols+`, d.id FROM deliveries d
-			WHERE d.id IN (`+placeholders(1, len(part))+`) ORDER BY d.id`+c.d.Lock, anys(part)...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id string
-			r := new(store.Record)
-			if err := scanDelivery(rows, r, &id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			r.ID = id
-			recs[id] = r
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		qs = append(qs, Query{
+			SQL: `SELECT ` + deliveryCols + `, d.id FROM deliveries d
+				WHERE d.id IN (` + placeholders(1, len(part)) + `) ORDER BY d.id` + c.d.Lock,
+			Args: anys(part),
+			Each: func(row Row) error {
+				var id string
+				r := new(store.Record)
+				if err := scanDelivery(row, r, &id); err != nil {
+					return err
+				}
+				r.ID = id
+				recs[id] = r
+				return nil
+			},
+		})
 	}
-	return recs, nil
+	return qs, held, recs, func() int64 { return us }
 }
 
 // deliveryValues is the columns a write of a delivery sets, in the
