@@ -227,6 +227,12 @@ func (k *Checker) End(final []machine.Record, finished bool) []Violation {
 	return out
 }
 
+// OwnerWaits returns the waits for an owner that owner-wait judged in
+// the run judged last (one per grant that ended a wait with due work:
+// its length, from the later of the due work and the end of the last
+// lease), in log order. The result is the caller's.
+func (k *Checker) OwnerWaits() []time.Duration { return slices.Clone(k.c.waits) }
+
 // event returns the number of event ID id, giving an event seen for the
 // first time its state.
 func (k *Checker) event(id string) int {
@@ -279,23 +285,25 @@ func (c *checker) reset(run Run, ids *names) {
 	c.newest, c.applied, c.out, c.last = 0, 0, nil, time.Time{}
 	c.pause.reset()
 	c.fan.reset()
-	c.owner = ownerState{}
+	c.owner, c.heldUntil, c.waits = ownerState{}, time.Time{}, c.waits[:0]
 }
 
 type checker struct {
-	run     Run
-	ids     *names
-	events  []event         // per event, by number; shared with policy
-	order   []int           // events in order of first persistence (acceptance order)
-	strict  strictOrder     // the same order, indexed for the order check
-	workers []checkerWorker // per worker, by number
-	newest  uint64          // the newest fencing token granted
-	applied uint64          // highest seq applied (strict)
-	last    time.Time       // when the latest entry was observed
-	pause   pauseState      // the operator's pauses of the stream
-	fan     fanState        // the platform's fan-out and bulk replays (fanout.go)
-	owner   ownerState      // the stream's owner, for owner-wait (ownerwait.go)
-	out     []Violation
+	run       Run
+	ids       *names
+	events    []event         // per event, by number; shared with policy
+	order     []int           // events in order of first persistence (acceptance order)
+	strict    strictOrder     // the same order, indexed for the order check
+	workers   []checkerWorker // per worker, by number
+	newest    uint64          // the newest fencing token granted
+	applied   uint64          // highest seq applied (strict)
+	last      time.Time       // when the latest entry was observed
+	pause     pauseState      // the operator's pauses of the stream
+	fan       fanState        // the platform's fan-out and bulk replays (fanout.go)
+	owner     ownerState      // the stream's owner, for owner-wait (ownerwait.go)
+	heldUntil time.Time       // what the store holds a parked stream until (ownerwait.go)
+	waits     []time.Duration // the waits for an owner owner-wait judged, in log order
+	out       []Violation
 }
 
 // checkerWorker is what the checker follows of one worker.
@@ -395,6 +403,7 @@ func (k *Checker) judge(e *Entry) {
 		c.deleted(e, at)
 	case Replayed:
 		c.owner.revoked(e)
+		c.heldUntilAfter(e)
 		k.replayed(e, at)
 		c.events[at.ev].mustRefuse = 0 // a fresh budget: its attempts count from 1 again
 	case Paused, Resumed:
@@ -403,6 +412,7 @@ func (k *Checker) judge(e *Entry) {
 		p.dropped(e)
 	case LeaseReleased:
 		c.owner.released(e)
+		c.heldUntilAfter(e)
 	case Discarded:
 		if c.run.ReceiverVerdicts {
 			c.receiverDiscarded(e, k.event(e.ID))

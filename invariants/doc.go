@@ -53,10 +53,11 @@
 //     for lease handovers and clock skew) after its acceptance, and within
 //     Run.LivenessBound of the faults healing.
 //   - owner-wait: no stream with due work (a pending or retry record
-//     whose NextAt has come) waits for an owner longer than Run.OwnerWait
-//     plus Run.Slack, from the end of its last lease (released, revoked,
-//     or run out) to the next grant; a parked stream is not judged
-//     (ownerwait.go).
+//     whose NextAt has come; a parked record once the instant its last
+//     release held the stream until has come) waits for an owner longer
+//     than Run.OwnerWait plus Run.Slack, from the end of its last lease
+//     (released, revoked, or run out) to the next grant (ownerwait.go).
+//     Checker.OwnerWaits returns the waits it judged.
 //   - pause: while an operator has the stream paused (Paused until
 //     Resumed), nothing is sent under a lease granted in the pause (a
 //     grant within Run.Stall of the resume excepted); the owner the pause

@@ -143,7 +143,9 @@ type Entry struct {
 	Token uint64
 	// RetryAfter is the receiver's hint, on Replied.
 	RetryAfter time.Duration
-	// Until is when the lease expires, on LeaseGranted and LeaseRenewed.
+	// Until is when the lease expires, on LeaseGranted and LeaseRenewed;
+	// on LeaseReleased, the instant the owner asked the store to hold
+	// the stream until (ReleaseUntil), zero for a plain Release.
 	Until  time.Time
 	Detail string
 }

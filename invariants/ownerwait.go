@@ -8,16 +8,17 @@ import (
 
 // OwnerWait (issue 26): no stream with due work waits for an owner longer
 // than Run.OwnerWait plus Run.Slack (less Run.Rotation, which is
-// OwnerWait itself). A stream has due work when one of
-// its records, as last persisted, is pending or in retry with NextAt
-// come; it has no owner from the moment its latest lease was released
+// OwnerWait itself). A stream has due work as the store schedules it:
+// when one of its records, as last persisted, is pending or in retry
+// with NextAt come; or, when one is parked, from the instant its last
+// release held it until (LeaseReleased's Until, or the release itself;
+// a replay's instant after a replay), when its next owner owes the
+// probe. It has no owner from the moment its latest lease was released
 // (LeaseReleased), revoked by a replay, or ran out by its last known
 // expiry (a lease dropped by the worker's own clock still stands until
 // then). The wait is judged at each grant: from the later of those two
-// instants to the grant. A stream with a parked record is not judged: the
-// probe it owes is timed by the owner's machine, not the log, and its
-// store holds it until then (store.Store.ReleaseUntil); nor is one an
-// operator paused since it fell due.
+// instants to the grant. A stream an operator paused since it fell due
+// is not judged.
 const OwnerWait = "owner-wait"
 
 // ownerState follows the stream's latest lease.
@@ -54,6 +55,14 @@ func (o *ownerState) released(e *Entry) {
 	}
 }
 
+// heldUntilAfter notes what the store holds a stream until after a release
+// (ReleaseUntil holds it until the later of its until and the store's
+// now) or a replay (its now): the instant a parked stream falls due. It
+// outlives the lease, as the store's release_until does.
+func (c *checker) heldUntilAfter(e *Entry) {
+	c.heldUntil = later(e.At, e.Until)
+}
+
 // revoked: a replay's token makes every earlier lease stale at once.
 func (o *ownerState) revoked(e *Entry) {
 	if o.token != 0 && o.releasedAt.IsZero() && o.until.After(e.At) {
@@ -80,21 +89,24 @@ func (c *checker) ownerGranted(e *Entry) {
 	}
 	from := later(free, due)
 	slack := c.run.Slack - c.run.Rotation
-	if waited := e.At.Sub(from); waited > c.run.OwnerWait+slack {
+	waited := e.At.Sub(from)
+	c.waits = append(c.waits, waited)
+	if waited > c.run.OwnerWait+slack {
 		c.fail(OwnerWait, "", e.Step, "the stream had due work and no owner for %v before %s's grant (token %d), over the bound %v plus slack %v",
 			waited, nameOf(e.Worker), e.Token, c.run.OwnerWait, slack)
 	}
 }
 
-// dueSince is the earliest NextAt of the stream's pending and retry
-// records as last persisted; ok is false when it has none, or has a
-// parked record (not judged).
+// dueSince is when the stream's work fell due, as the store schedules
+// it: the instant its last release held it until when a record is
+// parked, else the earliest NextAt of its pending and retry records as
+// last persisted; ok is false when it has none of those.
 func (c *checker) dueSince() (due time.Time, ok bool) {
 	for _, i := range c.order {
 		r := &c.events[i].rec
 		switch r.State {
 		case machine.Parked:
-			return time.Time{}, false
+			return c.heldUntil, true
 		case machine.Pending, machine.Retry:
 			if !ok || r.NextAt.Before(due) {
 				due, ok = r.NextAt, true

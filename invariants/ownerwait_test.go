@@ -1,7 +1,8 @@
 // owner-wait reports a grant that ended a wait for an owner longer than
 // Run.OwnerWait plus Slack, counted from the later of the due work and
-// the end of the last lease (its release, or its expiry as last renewed),
-// and judges no parked stream.
+// the end of the last lease (its release, or its expiry as last renewed);
+// a parked stream's due work comes at the instant its release held it
+// until.
 package invariants_test
 
 import (
@@ -26,6 +27,17 @@ func (b *logb) lease(w string, token uint64, ttl time.Duration) int {
 
 func (b *logb) releaseLease(w string, token uint64) int {
 	return b.add(invariants.Entry{Kind: invariants.LeaseReleased, Worker: w, Token: token})
+}
+
+// park leases the stream to w (token 1, for 3 s), lets it park its one
+// event, and leaves the clock at 2 s.
+func (b *logb) park(w string) {
+	b.due("e1")
+	b.lease(w, 1, 3*time.Second)
+	b.wait(2 * time.Second)
+	r := b.recs["e1"]
+	r.State, r.Attempts = machine.Parked, 1
+	b.store(r)
 }
 
 func TestOwnerWait(t *testing.T) {
@@ -119,18 +131,55 @@ func TestOwnerWait(t *testing.T) {
 			},
 		},
 		{
-			name:   "a parked stream is not judged",
-			reason: "its probe instant is the owner's, not the log's",
+			name:   "a parked stream released until its probe, granted then",
+			reason: "held until 30 s, granted at 34 s: 4 s against 5 s, though 32 s passed since the release",
 			build: func(b *logb) []found {
 				b.run.OwnerWait = bound
-				b.due("e1")
-				b.lease("w1", 1, 3*time.Second)
-				r := b.recs["e1"]
-				r.State, r.Attempts = machine.Parked, 1
-				b.store(r)
+				b.park("w1")
+				b.add(invariants.Entry{Kind: invariants.LeaseReleased, Worker: "w1", Token: 1, Until: epoch.Add(30 * time.Second)})
+				b.wait(32 * time.Second)
+				b.lease("w2", 2, 10*time.Second)
+				b.stop()
+				return nil
+			},
+		},
+		{
+			name:   "a parked stream released until its probe, granted late",
+			reason: "held until 30 s, granted at 36 s: 6 s against 5 s",
+			build: func(b *logb) []found {
+				b.run.OwnerWait = bound
+				b.park("w1")
+				b.add(invariants.Entry{Kind: invariants.LeaseReleased, Worker: "w1", Token: 1, Until: epoch.Add(30 * time.Second)})
+				b.wait(34 * time.Second)
+				step := b.lease("w2", 2, 10*time.Second)
+				b.stop()
+				return []found{{invariants.OwnerWait, "", step}}
+			},
+		},
+		{
+			name:   "a parked stream released at once is due at once",
+			reason: "a plain release holds it until the release itself (2 s): granted at 32 s is a 30 s wait",
+			build: func(b *logb) []found {
+				b.run.OwnerWait = bound
+				b.park("w1")
 				b.releaseLease("w1", 1)
 				b.wait(30 * time.Second)
-				b.lease("w2", 2, 10*time.Second)
+				step := b.lease("w2", 2, 10*time.Second)
+				b.stop()
+				return []found{{invariants.OwnerWait, "", step}}
+			},
+		},
+		{
+			name:   "a parked stream whose next lease ran out is due from its expiry",
+			reason: "released until 30 s, granted at 31 s and that lease ran out at 34 s: the next grant, at 38 s, waited 4 s",
+			build: func(b *logb) []found {
+				b.run.OwnerWait = bound
+				b.park("w1")
+				b.add(invariants.Entry{Kind: invariants.LeaseReleased, Worker: "w1", Token: 1, Until: epoch.Add(30 * time.Second)})
+				b.wait(29 * time.Second)
+				b.lease("w2", 2, 3*time.Second)
+				b.wait(7 * time.Second)
+				b.lease("w3", 3, 10*time.Second)
 				b.stop()
 				return nil
 			},

@@ -79,7 +79,8 @@ func checkScale(streams int) func(sim.Result) []string {
 		c.expect(s.CircuitOpenings >= 1, "no circuit opened")
 		c.expect(s.ParkedWrites > 0, "no event was persisted as parked")
 		c.expect(s.LeaseGrants > streams, "only %d leases granted for %d streams", s.LeaseGrants, streams)
-		c.expect(r.Run.OwnerWait > 0, "owner-wait was not judged")
+		c.expect(r.Run.OwnerWait > 0 && len(r.OwnerWaits) >= streams/2,
+			"owner-wait judged %d waits for %d streams; want a grant after a wait for at least half of them", len(r.OwnerWaits), streams)
 		c.expect(s.Applied == s.Accepted && s.Dead == 0 && s.Lost == 0 && s.AppliedTwice == 0,
 			"applied %d of %d accepted; dead %d, lost %d, applied twice %d; want all applied once", s.Applied, s.Accepted, s.Dead, s.Lost, s.AppliedTwice)
 		return c

@@ -52,6 +52,10 @@ type Result struct {
 	Runs       []invariants.Run
 	Violations []invariants.Violation
 	Stats      Stats
+	// OwnerWaits is every wait for an owner that owner-wait judged (one
+	// per grant that ended a wait with due work, all streams), shortest
+	// first: Run.OwnerWait bounds them, beyond Run.Slack.
+	OwnerWaits []time.Duration
 }
 
 // Stats summarise a run. Every figure is counted from what happened.
@@ -470,7 +474,19 @@ func (s *sim) result() Result {
 		Violations: s.check(),
 		Stats:      st,
 	}
+	res.OwnerWaits = s.ownerWaits()
 	return res
+}
+
+// ownerWaits is every wait for an owner the checkers judged, once they
+// ended, shortest first.
+func (s *sim) ownerWaits() []time.Duration {
+	var out []time.Duration
+	for i := range s.checkers {
+		out = append(out, s.checkers[i].OwnerWaits()...)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // readFinals reads every stream's records from the store, once the run

@@ -26,9 +26,10 @@ func (ns *nodeStore) ReleaseUntil(ctx context.Context, l store.Lease, until time
 }
 
 // released logs a lease the store took back (Release, ReleaseUntil): the
-// stream has no owner from then on (owner-wait).
+// stream has no owner from then on, and a parked one is due at the
+// instant it was released until (owner-wait).
 func (s *sim) released(n *node, ev *worker.Event) {
-	s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.LeaseReleased, Worker: n.name, Token: ev.Token})
+	s.observeIn(s.streamIndex(ev.Stream), invariants.Entry{Kind: invariants.LeaseReleased, Worker: n.name, Token: ev.Token, Until: ev.Until})
 }
 
 // yieldAfter is the workers' YieldAfter: the worker's default, two

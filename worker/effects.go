@@ -164,6 +164,7 @@ type Event struct {
 	Op      string           // StoreFailed: the store method
 	Err     error            // StoreFailed, Faulted; LeaseLost: the store's refusal, if any
 	Count   int              // Purged
+	Until   time.Time        // LeaseReleased: the instant the worker asked the store to hold the stream until (ReleaseUntil); zero for a Release
 	Detail  string
 }
 

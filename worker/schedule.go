@@ -88,7 +88,7 @@ func (w *Worker) releaseFar(ctx context.Context, st *stream, now time.Time) bool
 		w.observe(Event{Kind: StoreFailed, Stream: st.lease.Stream, Op: "ReleaseUntil", Err: err})
 		return false
 	}
-	w.observe(Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token,
+	w.observe(Event{Kind: LeaseReleased, Stream: st.lease.Stream, Token: st.lease.Token, Until: until,
 		Detail: "next work at " + until.Format(time.RFC3339Nano) + ", more than FarRelease away"})
 	w.forget(st)
 	return true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -138,6 +139,8 @@ func resultsText(planted func() (string, error)) (string, error) {
 			agg.MaxSends, rs.results[0].World.Policy.MaxAttempts, agg.Lost, agg.AppliedTwice, violations)
 	}
 	p("\n")
+
+	writeOwnerWaits(p, all)
 
 	p("## Every scenario, seeds 1 to %d\n\n", n)
 	p("The same runs `go test ./scenarios` makes (a long scenario runs fewer seeds: see its runs column). A dead letter is kept in the store with its reason; it is never lost.\n\n")
@@ -339,4 +342,39 @@ func writeLongSweeps(b *strings.Builder, record string) error {
 	}
 	p("\n")
 	return nil
+}
+
+// writeOwnerWaits writes, for each scenario whose checker judged waits
+// for an owner (owner-wait), how long the streams with due work waited,
+// over all its runs, beside the bound.
+func writeOwnerWaits(p func(string, ...any), all []scenarioRuns) {
+	p("## Waits for an owner\n\n")
+	p("owner-wait judges every grant that ended a wait with due work, parked streams included (due once the instant they were released until has come): the wait runs from the later of the due work and the end of the last lease, to the grant. The bound is `worker.WaitBound` for the run's streams and room, plus its slack for faults (stalls, crashes, refused calls, clock skew); the largest over the runs.\n\n")
+	p("| scenario | runs | waits judged | median | 99th percentile | longest | bound |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, rs := range all {
+		var waits []time.Duration
+		var bound time.Duration
+		for _, r := range rs.results {
+			waits = append(waits, r.OwnerWaits...)
+			bound = max(bound, r.Run.OwnerWait+r.Run.Slack-r.Run.Rotation)
+		}
+		if rs.results[0].Run.OwnerWait <= 0 {
+			continue
+		}
+		slices.Sort(waits)
+		p("| %s | %d | %d | %v | %v | %v | %v |\n", rs.sc.Name, len(rs.results), len(waits),
+			quantile(waits, 0.5), quantile(waits, 0.99), quantile(waits, 1), bound.Round(time.Millisecond))
+	}
+	p("\n")
+}
+
+// quantile is the q-quantile of sorted (nearest rank), rounded to the
+// millisecond; 0 for none.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)].Round(time.Millisecond)
 }

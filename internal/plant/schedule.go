@@ -7,3 +7,12 @@ package plant
 const ClaimByName Bug = "claim-by-name"
 
 func init() { Expected[ClaimByName] = "owner-wait" }
+
+// ParkedHeldLong: ReleaseUntil holds a parked stream a minute past the
+// instant its owner asked for (memstore), so that its next owner comes,
+// and its probe goes out, a minute late (issue 26). owner-wait flags the
+// late grant; liveness, only where the minute costs an event its
+// deadline.
+const ParkedHeldLong Bug = "parked-held-long"
+
+func init() { Expected[ParkedHeldLong] = "owner-wait" }

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"time"
 
+	"github.com/courierlab/courier/internal/plant"
 	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 )
@@ -190,6 +191,9 @@ func (st *stream) enqueued(now time.Time) {
 // released gives st's lease up, holding the stream until until (at
 // least now).
 func (s *Store) released(st *stream, now, until time.Time) {
+	if plant.On(plant.ParkedHeldLong) && until.After(now) {
+		until = until.Add(time.Minute)
+	}
 	st.lease.Released = true
 	st.releasedUntil = later(now, until)
 	st.refreshDue()
