@@ -36,7 +36,9 @@ const (
 	ReplaySince = "replay-since"
 	// ReplayMissing: an operator's replay of missing messages since T to
 	// an endpoint (MissingReplay) gives it a delivery of every message
-	// published at or after T that its filter takes and that it missed
+	// published at or after T (its publication as the platform keeps it,
+	// to the microsecond: a message published within T's microsecond
+	// but before it is not chosen) that its filter takes and that it missed
 	// (FanMissed: not yet created, or disabled, when it was published),
 	// and each of those ends applied or dead; a message it missed and no
 	// replay-missing chose (published before every since asked) is never
@@ -181,7 +183,7 @@ func (f *fanState) unwanted(c *checker, d *fanDelivery, e *Entry, what string) {
 func (f *fanState) missing(e *Entry) {
 	for i := range f.list {
 		d := &f.list[i]
-		if d.missed && !d.subscribed && !d.fannedAt.Before(e.Until) {
+		if d.missed && !d.subscribed && !d.fannedAt.Truncate(time.Microsecond).Before(e.Until) {
 			d.subscribed, d.missStep = true, e.Step
 		}
 	}

@@ -393,6 +393,17 @@ func TestReplayMissing(t *testing.T) {
 			},
 		},
 		{
+			name:   "missed within T's microsecond, after T, not chosen",
+			reason: "the platform keeps a message's creation to the microsecond: published 300 ns after T but in a microsecond that began before it, the message was created before T as the platform reads it (sweep seed 815600025892)",
+			build: func(b *logb) []found {
+				b.wait(time.Second + 700*time.Nanosecond)
+				b.miss("m1")
+				b.askMissing(time.Second + 400*time.Nanosecond)
+				b.finish()
+				return nil
+			},
+		},
+		{
 			name:   "missed, unasked, never enqueued",
 			reason: "a delivery missed and never asked for is not owed",
 			build: func(b *logb) []found {
