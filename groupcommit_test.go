@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/courierlab/courier/machine"
 	"github.com/courierlab/courier/store"
 	"github.com/courierlab/courier/store/memstore"
 )
@@ -45,13 +46,13 @@ func (g *gatedBatches) EnqueueBatch(ctx context.Context, events []store.NewEvent
 // publishAll publishes ids one per goroutine once the first is at the
 // gate, and returns each one's outcome once the gate opens.
 func publishAll(t *testing.T, g *gatedBatches, ids []string) []store.Enqueued {
-	b := &publishBatches{st: g, timeout: time.Minute}
+	b := publishCommits(g, time.Minute)
 	out := make([]store.Enqueued, len(ids))
 	var wg sync.WaitGroup
-	wg.Go(func() { out[0] = b.enqueue(t.Context(), store.NewEvent{Stream: "s", ID: ids[0]}) })
+	wg.Go(func() { out[0] = b.do(t.Context(), []store.NewEvent{{Stream: "s", ID: ids[0]}})[0] })
 	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.sizes) == 1 })
 	for i := 1; i < len(ids); i++ {
-		wg.Go(func() { out[i] = b.enqueue(t.Context(), store.NewEvent{Stream: "s", ID: ids[i]}) })
+		wg.Go(func() { out[i] = b.do(t.Context(), []store.NewEvent{{Stream: "s", ID: ids[i]}})[0] })
 	}
 	// Everyone else queues behind the commit at the gate.
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == len(ids)-1 })
@@ -105,8 +106,8 @@ func TestFailedCommitFailsItsPublishes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	b := &publishBatches{st: g, timeout: time.Minute}
-	if o := b.enqueue(ctx, store.NewEvent{Stream: "s", ID: "late"}); !errors.Is(o.Err, context.Canceled) {
+	b := publishCommits(g, time.Minute)
+	if o := b.do(ctx, []store.NewEvent{{Stream: "s", ID: "late"}})[0]; !errors.Is(o.Err, context.Canceled) {
 		t.Errorf("a publish whose context had ended: %v; want context.Canceled", o.Err)
 	}
 	if _, err := g.Get(t.Context(), "late"); !errors.Is(err, store.ErrNotFound) {
@@ -131,19 +132,108 @@ func (p *panicky) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]
 // commit leaves the lead free for the next publish (net/http recovers a
 // handler's panic, and the Service goes on serving).
 func TestPanickingCommitLeavesNoPublishWaiting(t *testing.T) {
-	b := &publishBatches{st: &panicky{Store: memstore.New(time.Now)}, timeout: time.Minute}
+	b := publishCommits(&panicky{Store: memstore.New(time.Now)}, time.Minute)
 	func() {
 		defer func() {
 			if recover() == nil {
 				t.Error("the store's panic did not reach the publish that led the commit")
 			}
 		}()
-		b.enqueue(t.Context(), store.NewEvent{Stream: "s", ID: "e1"})
+		b.do(t.Context(), []store.NewEvent{{Stream: "s", ID: "e1"}})
 	}()
 	b.mu.Lock()
 	busy := b.busy
 	b.mu.Unlock()
 	if busy {
 		t.Fatal("after the panic, the batches are still marked busy: every later publish would wait for ever")
+	}
+}
+
+// gatedSaves is a BatchSaver over memstore whose first batch waits at a
+// gate, and which notes the size of every batch.
+type gatedSaves struct {
+	*memstore.Store
+	gate  chan struct{}
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (g *gatedSaves) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error, error) {
+	g.mu.Lock()
+	first := len(g.sizes) == 0
+	g.sizes = append(g.sizes, len(saves))
+	g.mu.Unlock()
+	if first {
+		<-g.gate
+	}
+	out := make([]error, len(saves))
+	for i, sv := range saves {
+		out[i] = g.Save(ctx, sv.Lease, sv.Updates)
+	}
+	return out, nil
+}
+
+// TestWorkersSavesShareACommitFencedEach: saves that workers make while
+// another worker's commit is under way go to the store together in the
+// next one; a stale lease among them fails its own save only.
+func TestWorkersSavesShareACommitFencedEach(t *testing.T) {
+	ctx := t.Context()
+	g := &gatedSaves{Store: memstore.New(time.Now), gate: make(chan struct{})}
+	leases := map[string]store.Lease{}
+	for _, stream := range []string{"a", "b", "c"} {
+		if _, _, err := g.Enqueue(ctx, stream, stream+"1", nil); err != nil {
+			t.Fatal(err)
+		}
+		l, err := g.Acquire(ctx, stream, "w/"+stream, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases[stream] = l
+	}
+	if err := g.Release(ctx, leases["b"]); err != nil { // b's lease is stale from now on
+		t.Fatal(err)
+	}
+	grouped := groupSaves(g, time.Minute)
+	firstAttempt := func(stream string) error {
+		u := store.Update{ID: stream + "1", Delivery: store.Delivery{State: machine.Pending, Attempts: 1, NextAt: time.Now()}}
+		return grouped.Save(ctx, leases[stream], []store.Update{u})
+	}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	save := func(stream string) {
+		err := firstAttempt(stream)
+		mu.Lock()
+		errs[stream] = err
+		mu.Unlock()
+	}
+	wg.Go(func() { save("a") })
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.sizes) == 1 })
+	wg.Go(func() { save("b") })
+	wg.Go(func() { save("c") })
+	saves := grouped.(groupedSaves).saves
+	waitFor(t, func() bool { saves.mu.Lock(); defer saves.mu.Unlock(); return len(saves.waiting) == 2 })
+	close(g.gate)
+	wg.Wait()
+	if !slices.Equal(g.sizes, []int{1, 2}) {
+		t.Errorf("batches of %v; want a's alone, then b's and c's together", g.sizes)
+	}
+	if errs["a"] != nil || errs["c"] != nil || !errors.Is(errs["b"], store.ErrStaleLease) {
+		t.Errorf("outcomes a %v, b %v, c %v; want b's stale lease to fail b's save only", errs["a"], errs["b"], errs["c"])
+	}
+	for stream, want := range map[string]int{"a": 1, "b": 0, "c": 1} {
+		r, err := g.Get(ctx, stream+"1")
+		if err != nil || r.Attempts != want {
+			t.Errorf("%s1 after the saves: %d attempts (%v); want %d", stream, r.Attempts, err, want)
+		}
+	}
+}
+
+// TestStoreWithoutSaveBatchIsNotGrouped: a store with no SaveBatch (no
+// commit to share) is what the workers get, unwrapped.
+func TestStoreWithoutSaveBatchIsNotGrouped(t *testing.T) {
+	st := memstore.New(time.Now)
+	if got := groupSaves(st, time.Minute); got != store.Store(st) {
+		t.Errorf("groupSaves(memstore) = %T; want the memstore itself", got)
 	}
 }
