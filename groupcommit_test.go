@@ -14,24 +14,37 @@ import (
 	"github.com/courierlab/courier/store/memstore"
 )
 
-// gatedBatches is a BatchEnqueuer over memstore whose first batch waits
-// at a gate, and which notes the size of every batch.
-type gatedBatches struct {
-	*memstore.Store
-	gate  chan struct{}
-	fail  error
+// gate notes the size of every batch a test's store is given, and holds
+// the first until the test closes it.
+type gate struct {
+	open  chan struct{}
 	mu    sync.Mutex
 	sizes []int
 }
 
-func (g *gatedBatches) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]store.Enqueued, error) {
+func newGate() gate { return gate{open: make(chan struct{})} }
+
+// enter notes a batch of n, and waits at the gate if it is the first.
+func (g *gate) enter(n int) {
 	g.mu.Lock()
 	first := len(g.sizes) == 0
-	g.sizes = append(g.sizes, len(events))
+	g.sizes = append(g.sizes, n)
 	g.mu.Unlock()
 	if first {
-		<-g.gate
+		<-g.open
 	}
+}
+
+// gatedBatches is a BatchEnqueuer over memstore whose first batch waits
+// at a gate.
+type gatedBatches struct {
+	*memstore.Store
+	gate
+	fail error
+}
+
+func (g *gatedBatches) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]store.Enqueued, error) {
+	g.enter(len(events))
 	if g.fail != nil {
 		return nil, g.fail
 	}
@@ -56,7 +69,7 @@ func publishAll(t *testing.T, g *gatedBatches, ids []string) []store.Enqueued {
 	}
 	// Everyone else queues behind the commit at the gate.
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == len(ids)-1 })
-	close(g.gate)
+	close(g.open)
 	wg.Wait()
 	return out
 }
@@ -75,7 +88,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // commit is under way go to the store together in the next one, and
 // each gets its own outcome.
 func TestPublishesWaitingShareACommit(t *testing.T) {
-	g := &gatedBatches{Store: memstore.New(time.Now), gate: make(chan struct{})}
+	g := &gatedBatches{Store: memstore.New(time.Now), gate: newGate()}
 	ids := []string{"e0", "e1", "e2", "e3", "e4", "e5"}
 	out := publishAll(t, g, ids)
 	if !slices.Equal(g.sizes, []int{1, 5}) {
@@ -98,7 +111,7 @@ func TestPublishesWaitingShareACommit(t *testing.T) {
 // publish in it, and a publish whose context ended first stores nothing.
 func TestFailedCommitFailsItsPublishes(t *testing.T) {
 	down := fmt.Errorf("%w: the disk is gone", store.ErrUnavailable)
-	g := &gatedBatches{Store: memstore.New(time.Now), gate: make(chan struct{}), fail: down}
+	g := &gatedBatches{Store: memstore.New(time.Now), gate: newGate(), fail: down}
 	for i, o := range publishAll(t, g, []string{"e0", "e1", "e2"}) {
 		if !errors.Is(o.Err, store.ErrUnavailable) {
 			t.Errorf("publish %d: %v; want the commit's error", i, o.Err)
@@ -150,22 +163,14 @@ func TestPanickingCommitLeavesNoPublishWaiting(t *testing.T) {
 }
 
 // gatedSaves is a BatchSaver over memstore whose first batch waits at a
-// gate, and which notes the size of every batch.
+// gate.
 type gatedSaves struct {
 	*memstore.Store
-	gate  chan struct{}
-	mu    sync.Mutex
-	sizes []int
+	gate
 }
 
 func (g *gatedSaves) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]error, error) {
-	g.mu.Lock()
-	first := len(g.sizes) == 0
-	g.sizes = append(g.sizes, len(saves))
-	g.mu.Unlock()
-	if first {
-		<-g.gate
-	}
+	g.enter(len(saves))
 	out := make([]error, len(saves))
 	for i, sv := range saves {
 		out[i] = g.Save(ctx, sv.Lease, sv.Updates)
@@ -178,7 +183,7 @@ func (g *gatedSaves) SaveBatch(ctx context.Context, saves []store.LeaseSave) ([]
 // next one; a stale lease among them fails its own save only.
 func TestWorkersSavesShareACommitFencedEach(t *testing.T) {
 	ctx := t.Context()
-	g := &gatedSaves{Store: memstore.New(time.Now), gate: make(chan struct{})}
+	g := &gatedSaves{Store: memstore.New(time.Now), gate: newGate()}
 	leases := map[string]store.Lease{}
 	for _, stream := range []string{"a", "b", "c"} {
 		if _, _, err := g.Enqueue(ctx, stream, stream+"1", nil); err != nil {
@@ -213,7 +218,7 @@ func TestWorkersSavesShareACommitFencedEach(t *testing.T) {
 	wg.Go(func() { save("c") })
 	saves := grouped.(groupedSaves).saves
 	waitFor(t, func() bool { saves.mu.Lock(); defer saves.mu.Unlock(); return len(saves.waiting) == 2 })
-	close(g.gate)
+	close(g.open)
 	wg.Wait()
 	if !slices.Equal(g.sizes, []int{1, 2}) {
 		t.Errorf("batches of %v; want a's alone, then b's and c's together", g.sizes)
