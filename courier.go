@@ -95,6 +95,7 @@ type Service struct {
 // happens on that goroutine.
 type shard struct {
 	index  int
+	owner  string // its worker's Config.Owner
 	w      *worker.Worker
 	repl   chan worker.Reply
 	notify map[string]struct{} // streams published to locally since the loop looked; Service.mu
@@ -153,7 +154,7 @@ func New(cfg Config) (*Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.shards = append(s.shards, &shard{index: k, w: w, repl: make(chan worker.Reply),
+		s.shards = append(s.shards, &shard{index: k, owner: w.Config().Owner, w: w, repl: make(chan worker.Reply),
 			notify: map[string]struct{}{}, kick: make(chan struct{}, 1)})
 	}
 	return s, nil
@@ -246,17 +247,28 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 		result = publishDuplicate
 	}
 	s.tel.endPublish(ctx, span, stream, result, rec.Seq, nil)
-	s.notify(rec, created)
+	s.notify(rec, created, out.HeldBy)
 	return Receipt{Seq: rec.Seq, Duplicate: !created}, nil
 }
 
 // notify tells the shard that holds rec's stream of a local publish, so
 // that it adopts the event at once (a record it created, without reading
-// it back: worker.Enqueued); when no shard holds it, one of them in turn,
-// which claims at once.
-func (s *Service) notify(rec store.Record, created bool) {
+// it back: worker.Enqueued). heldBy is the owner of the lease the store
+// found valid on the stream (store.Enqueued.HeldBy): one of this
+// Service's workers whose grant it has yet to observe is told as if it
+// had; another process's worker adopts the event at its next poll, and
+// no claim here could take the stream from it, so no shard is told.
+// When no one holds the stream, one shard in turn is told, and claims
+// at once.
+func (s *Service) notify(rec store.Record, created bool, heldBy string) {
 	s.mu.Lock()
 	k, ok := s.owners[rec.Stream]
+	if !ok && heldBy != "" {
+		if k, ok = s.shardOwning(heldBy); !ok {
+			s.mu.Unlock()
+			return
+		}
+	}
 	if !ok {
 		k = s.turn
 		s.turn = (s.turn + 1) % len(s.shards)
@@ -272,6 +284,16 @@ func (s *Service) notify(rec store.Record, created bool) {
 	case sh.kick <- struct{}{}:
 	default: // the loop has a kick pending already
 	}
+}
+
+// shardOwning returns the shard whose worker is named owner, if one is.
+func (s *Service) shardOwning(owner string) (int, bool) {
+	for k, sh := range s.shards {
+		if sh.owner == owner {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // ErrRunning is returned by Run when the Service is running already.

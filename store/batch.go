@@ -10,11 +10,19 @@ type NewEvent struct {
 }
 
 // Enqueued is what EnqueueBatch did with one event: what Enqueue would
-// have returned for it.
+// have returned for it, and who held its stream.
 type Enqueued struct {
 	Record  Record
 	Created bool
 	Err     error
+	// HeldBy is the owner of the lease that was valid on the event's
+	// stream when the event was stored, at the store's now (as Renew
+	// judges a lease), and "" when none was. The holder adopts the event
+	// (at once if it is local, at its next poll if not), and no claim can
+	// grant the stream before that lease ends: a producer beside a
+	// worker need not make it claim. EnqueueEach over a store without
+	// EnqueueBatch leaves it "" (Enqueue does not say).
+	HeldBy string
 }
 
 // BatchEnqueuer is a Store that can enqueue several events in one

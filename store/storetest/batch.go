@@ -73,3 +73,41 @@ func enqueueBatchCancelled(e *env) {
 		}
 	}
 }
+
+// enqueueBatchHeldBy: EnqueueBatch names, with each event it stores
+// (created or a duplicate), the owner of the lease valid on its stream
+// then, and no one for a stream whose lease was released, ran out, or
+// was never granted.
+func enqueueBatchHeldBy(e *env) {
+	b, ok := e.s.(store.BatchEnqueuer)
+	if !ok {
+		return // Enqueue does not say, nor EnqueueEach over it (store.Enqueued)
+	}
+	e.enqueue("expired", "x0", "p")
+	expired := e.acquire("expired", "w3")
+	e.clock.Advance(ttl / 2)
+	e.enqueue("held", "h0", "p")
+	e.acquire("held", "w1") // still valid when the other has run out
+	e.enqueue("released", "r0", "p")
+	e.release(e.acquire("released", "w2"))
+	e.clock.Advance(expired.Expires.Sub(e.clock.Now()))
+	out, err := b.EnqueueBatch(e.ctx, []store.NewEvent{
+		{Stream: "held", ID: "h1"},
+		{Stream: "held", ID: "h0"}, // a duplicate
+		{Stream: "released", ID: "r1"},
+		{Stream: "expired", ID: "x1"}, // at Expires exactly: expired
+		{Stream: "fresh", ID: "f1"},
+		{Stream: "held", ID: "r0"}, // an ID of another stream: refused
+	})
+	if err != nil {
+		e.t.Fatalf("EnqueueBatch: %v", err)
+	}
+	for i, want := range []string{"w1", "w1", "", "", "", ""} {
+		if got := out[i].HeldBy; got != want {
+			e.t.Errorf("event %d (%s on %s): HeldBy %q; want %q", i, out[i].Record.ID, out[i].Record.Stream, got, want)
+		}
+	}
+	if out[5].Err == nil {
+		e.t.Errorf("an ID of another stream: no error")
+	}
+}

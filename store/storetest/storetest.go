@@ -46,6 +46,7 @@ var checks = append([]check{
 	{"enqueue-bad-arguments", enqueueBadArguments},
 	{"enqueue-batch-outcomes", enqueueBatchOutcomes},
 	{"enqueue-batch-cancelled", enqueueBatchCancelled},
+	{"enqueue-batch-held-by", enqueueBatchHeldBy},
 	{"records-are-copies", recordsAreCopies},
 	{"names-are-text", namesAreText},
 	{"payloads-byte-exact", payloadsByteExact},

@@ -50,14 +50,20 @@ func (c *Core) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]sto
 	}
 	streams, ids = sortedSet(streams), sortedSet(ids)
 	err := c.writeUnclocked(ctx, "enqueue", func(tx Tx) error {
-		lastSeq, taken, now, err := c.lockStreams(ctx, tx, streams, ids)
+		locked, taken, now, err := c.lockStreams(ctx, tx, streams, ids)
 		if err != nil {
 			return err
 		}
-		e := enqueueWork{events: events, out: out, lastSeq: lastSeq, taken: taken, now: now}
+		e := enqueueWork{events: events, out: out, lastSeq: map[string]int64{}, taken: taken, now: now}
+		for name, l := range locked {
+			e.lastSeq[name] = l.lastSeq
+		}
 		for _, i := range valid { // a try again starts afresh
 			if err := e.place(ctx, c, tx, i); err != nil {
 				return err
+			}
+			if h := locked[events[i].Stream].held; e.out[i].Err == nil && h.ValidAt(instant(now)) {
+				e.out[i].HeldBy = h.Owner
 			}
 		}
 		return e.write(ctx, c, tx, streams)
@@ -156,30 +162,39 @@ func (e *enqueueWork) write(ctx context.Context, c *Core, tx Tx, streams []strin
 	return nil
 }
 
+// lockedStream is what an enqueue reads of a stream's row as it locks
+// it: its last Seq, and its lease.
+type lockedStream struct {
+	lastSeq int64
+	held    store.Held
+}
+
 // lockStreams locks the rows of streams (sorted), in name order,
-// creating those that have none, and returns each one's last Seq, the
-// stream of each of ids (sorted) already stored, and the store's now,
-// read in the first statement that locks. The streams' lock and the
-// IDs' read go out together (queryAll).
-func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (lastSeq map[string]int64, taken map[string]string, now int64, err error) {
+// creating those that have none, and returns each one's last Seq and
+// lease, the stream of each of ids (sorted) already stored, and the
+// store's now, read in the first statement that locks. The streams' lock
+// and the IDs' read go out together (queryAll).
+func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (locked map[string]lockedStream, taken map[string]string, now int64, err error) {
 	now, clocked := c.hostClock()
-	lastSeq = make(map[string]int64, len(streams))
+	locked = make(map[string]lockedStream, len(streams))
 	lock := func(names []string) Query {
 		clock := "0"
 		if !clocked {
 			clock = c.d.Now
 		}
 		return Query{
-			SQL: `SELECT name, last_seq, ` + clock + ` FROM streams
+			SQL: `SELECT name, last_seq, lease_owner, lease_token, lease_expires, lease_released, ` + clock + ` FROM streams
 				WHERE name IN (` + placeholders(1, len(names)) + `) ORDER BY name` + c.d.Lock,
 			Args: anys(names),
 			Each: func(row Row) error {
 				var name string
-				var seq, us int64
-				if err := row.Scan(&name, &seq, &us); err != nil {
+				var l lockedStream
+				var token, expires, us int64
+				if err := row.Scan(&name, &l.lastSeq, &l.held.Owner, &token, &expires, &l.held.Released, &us); err != nil {
 					return err
 				}
-				lastSeq[name] = seq
+				l.held.Token, l.held.Expires = uint64(token), instant(expires)
+				locked[name] = l
 				if !clocked {
 					now, clocked = us, true
 				}
@@ -207,7 +222,7 @@ func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (l
 	if err := queryAll(ctx, tx, qs); err != nil {
 		return nil, nil, 0, err
 	}
-	missing := slices.DeleteFunc(slices.Clone(streams), func(s string) bool { _, ok := lastSeq[s]; return ok })
+	missing := slices.DeleteFunc(slices.Clone(streams), func(s string) bool { _, ok := locked[s]; return ok })
 	for part := range slices.Chunk(missing, chunk) {
 		if err := tx.Exec(ctx, `INSERT INTO streams (name) VALUES (`+strings.Join(strings.Split(placeholders(1, len(part)), ", "), "), (")+`)
 			ON CONFLICT (name) DO NOTHING`, anys(part)...); err != nil {
@@ -222,5 +237,5 @@ func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (l
 			return nil, nil, 0, err
 		}
 	}
-	return lastSeq, taken, now, nil
+	return locked, taken, now, nil
 }
