@@ -31,11 +31,12 @@ type Config struct {
 	// different workers own run at once, and their writes share commits
 	// (a worker's writes that find another worker's commit under way go
 	// in the next one, with the others waiting), while each stream still
-	// has one owner, so each machine stays single-threaded. Worker.MaxStreams is shared among them (each
-	// owns up to MaxStreams/Workers, rounded up) and Worker.Owner names
-	// them (Owner/1 ... Owner/Workers when there are several); only the
-	// first deletes settled records past the retention. Zero means 1. It
-	// may not exceed Worker.MaxStreams.
+	// has one owner, so each machine stays single-threaded.
+	// Worker.MaxStreams is shared among them (each owns up to
+	// MaxStreams/Workers, rounded up) and Worker.Owner names them
+	// (Owner/1 ... Owner/Workers when there are several); only the first
+	// deletes settled records past the retention. Zero means 1. It may
+	// not exceed Worker.MaxStreams.
 	Workers int
 	// MaxInFlight bounds the sends and probes in flight at once, over all
 	// streams. Zero means 64.
