@@ -28,15 +28,13 @@ type Config struct {
 	Channel channel.Channel
 	// Workers is how many workers the Service runs, each on a goroutine
 	// of its own with its own leases: the store calls of streams that
-	// different workers own run at once, and their writes share commits
-	// (a worker's writes that find another worker's commit under way go
-	// in the next one, with the others waiting), while each stream still
-	// has one owner, so each machine stays single-threaded.
-	// Worker.MaxStreams is shared among them (each owns up to
-	// MaxStreams/Workers, rounded up) and Worker.Owner names them
-	// (Owner/1 ... Owner/Workers when there are several); only the first
-	// deletes settled records past the retention. Zero means 1. It may
-	// not exceed Worker.MaxStreams.
+	// different workers own run at once (and share the database's group
+	// commit), while each stream still has one owner, so each machine
+	// stays single-threaded. Worker.MaxStreams is shared among them (each
+	// owns up to MaxStreams/Workers, rounded up) and Worker.Owner names
+	// them (Owner/1 ... Owner/Workers when there are several); only the
+	// first deletes settled records past the retention. Zero means 1. It
+	// may not exceed Worker.MaxStreams.
 	Workers int
 	// MaxInFlight bounds the sends and probes in flight at once, over all
 	// streams. Zero means 64.
@@ -80,8 +78,7 @@ type Service struct {
 	tel    *telemetry
 	sem    chan struct{}
 	shards []*shard
-	pubs   *groupCommit[store.NewEvent, store.Enqueued]
-	saves  store.Store // the store as the workers see it: groupSaves
+	pubs   publishBatches
 
 	mu      sync.Mutex
 	owners  map[string]int // the shard holding each stream's lease, as its worker last told
@@ -148,8 +145,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, tel: tel, sem: make(chan struct{}, cfg.MaxInFlight), owners: map[string]int{},
-		pubs:  publishCommits(cfg.Worker.Store, cfg.StoreTimeout),
-		saves: groupSaves(cfg.Worker.Store, cfg.StoreTimeout)}
+		pubs: publishBatches{st: cfg.Worker.Store, timeout: cfg.StoreTimeout}}
 	for k := range cfg.Workers {
 		w, err := worker.New(s.workerConfig(k))
 		if err != nil {
@@ -165,7 +161,6 @@ func New(cfg Config) (*Service, error) {
 // streams, its own owner name, and the Service as its observer.
 func (s *Service) workerConfig(k int) worker.Config {
 	wc := s.cfg.Worker
-	wc.Store = s.saves
 	wc.Observer = shardObserver{s: s, k: k}
 	if n := s.cfg.Workers; n > 1 {
 		wc.Owner = fmt.Sprintf("%s/%d", wc.Owner, k+1)
@@ -235,7 +230,7 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 			return Receipt{}, err
 		}
 	}
-	out := s.pubs.do(ctx, []store.NewEvent{{Stream: stream, ID: id, Payload: payload}})[0]
+	out := s.pubs.enqueue(ctx, store.NewEvent{Stream: stream, ID: id, Payload: payload})
 	rec, created, err := out.Record, out.Created, out.Err
 	if err != nil {
 		s.tel.storeFailed(ctx, "Enqueue", err)
