@@ -16,7 +16,8 @@
 // (pg_stat_database) over the measured phase, so give it a database that
 // nothing else uses. courier runs as a program would run it: a
 // courier.Service on pgstore or sqlitestore, with courier serve's worker
-// settings, delivering to a channel that answers at once.
+// settings, delivering to a channel that answers at once, in strict order
+// (or independently, -window attempts of a stream at once).
 package main
 
 import (
