@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 // what Save writes, and what the worker does once it is durable.
 type pendingSave struct {
 	st      *stream
+	gen     uint64 // the machine that made the batch (stream.gen)
 	lease   store.Lease
 	ups     []store.Update
 	persist []machine.Record
@@ -38,9 +40,17 @@ func (w *Worker) Deliver(ctx context.Context, reading time.Time, r Reply) Effect
 // store.BatchSaver.SaveBatch call when the store has it (one commit for
 // all: group commit) and in one Save each otherwise (store.SaveEach).
 // Nothing a batch starts is handed out before its own Save returned nil,
-// and a Save the store refuses fails its own stream only. A stream whose
-// batch waits is not stepped again until the waiting batches are made: a
-// second reply of the same stream makes them first.
+// and a Save the store refuses fails its own stream only.
+//
+// A stream whose batch waits may be stepped again by a reply that says
+// delivered or refused, when no batch of the stream that waits persists
+// a failure: such a reply cannot move the circuit, so the sends of the
+// batch that waits stay right to make, and its own batch waits behind
+// it, to be saved in the same call, after it (joins). So a window of
+// several attempts that come back together costs one commit, not one
+// each. Any other reply (a failure, a timeout, a probe's) of that stream
+// makes the waiting batches first: it could trip the circuit, and the
+// sends that wait would then go out while it checks.
 //
 // A stream that handed out sends or probes in the call is not stepped
 // again before the driver made them: its further replies are held, and
@@ -62,7 +72,7 @@ func (w *Worker) deliverAll(ctx context.Context, now time.Time, rs []Reply) {
 	var touched, answered []*stream
 	for _, r := range rs {
 		st := w.streams[r.Stream]
-		if st != nil && st.saving {
+		if st != nil && st.saving && (r.Probe != 0 || !st.joins(r.Outcome.Result)) {
 			w.saveWaiting(ctx, now) // which may hand out st's sends
 		}
 		if st != nil && st.handedOut {
@@ -89,8 +99,29 @@ func (w *Worker) deliverAll(ctx context.Context, now time.Time, rs []Reply) {
 	}
 }
 
+// joins reports whether a send's outcome o may step st's machine while a
+// batch of st waits for its Save (DeliverAll): delivered or refused,
+// behind batches that persist no failure. The machine counts neither
+// outcome as a failure, so neither moves the circuit (executeAnswer
+// checks it). And as no failure lands between the batches, the log reads
+// the same as if each batch were saved before the next reply stepped:
+// the failures the log shows before a reply's success are the ones its
+// own step made (the checker counts the breaker's streak so).
+func (st *stream) joins(o machine.Outcome) bool {
+	return (o == machine.OutcomeDelivered || o == machine.OutcomeRefused) && !st.savingFailure
+}
+
+// landsFailure reports whether persist has a record the channel failed:
+// to retry, parked, or dead of anything but a refusal.
+func landsFailure(persist []machine.Record) bool {
+	return slices.ContainsFunc(persist, func(r machine.Record) bool {
+		return r.State == machine.Retry || r.State == machine.Parked || (r.State == machine.Dead && r.Reason != machine.Rejected)
+	})
+}
+
 // saveWaiting makes the Saves that wait, in one call, and carries out
-// what follows each.
+// what follows each, in order. Once a stream's batch fails, its later
+// batches are not acted on: the machine that made them is gone.
 func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 	if len(w.saves) == 0 {
 		return
@@ -99,11 +130,15 @@ func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 	w.saves = nil
 	batch := make([]store.LeaseSave, len(waiting))
 	for i, sv := range waiting {
-		sv.st.saving = false
+		sv.st.saving, sv.st.savingFailure = false, false
 		batch[i] = store.LeaseSave{Lease: sv.lease, Updates: sv.ups}
 	}
 	errs := store.SaveEach(ctx, w.cfg.Store, batch)
 	for i, sv := range waiting {
+		if sv.st.gone || sv.st.m == nil || sv.st.gen != sv.gen {
+			w.madeUnacted(sv, errs[i])
+			continue
+		}
 		if plantedActsOnStale(errs[i]) {
 			// The planted BatchActsOnRefused: the fenced-off owner
 			// sends, and learns of its loss only at its next renewal.
@@ -113,6 +148,16 @@ func (w *Worker) saveWaiting(ctx context.Context, now time.Time) {
 		}
 		w.saved(now, sv, errs[i])
 		w.reschedule(sv.st)
+	}
+}
+
+// madeUnacted reports what the Save of sv wrote, when its stream's
+// machine is gone (an earlier batch of the stream failed, or a later
+// step faulted): nothing of sv is acted on, but what the store made is
+// made, and the log says so.
+func (w *Worker) madeUnacted(sv pendingSave, err error) {
+	if err == nil && len(sv.persist) > 0 {
+		w.observe(Event{Kind: Persisted, Stream: sv.lease.Stream, Token: sv.lease.Token, Records: sv.persist})
 	}
 }
 

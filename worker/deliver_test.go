@@ -129,20 +129,20 @@ func TestFailedBatchHandsNothingOut(t *testing.T) {
 	}
 }
 
-// Two replies of one stream in one call: the first's batch is saved
-// before the machine steps again, so each save is checked against the
-// one before it.
-func TestSecondReplyOfAStreamSavesTheFirstBatchFirst(t *testing.T) {
+// Two replies of one stream in one call, and a duplicate: delivered
+// replies join, so the stream's batches are saved in one call, in
+// order, each checked against the one before it.
+func TestDeliveredRepliesOfAStreamJoinOneSave(t *testing.T) {
 	e, bs, sends := newBatchEnv(t)
 	fx := e.w.DeliverAll(e.ctx, e.now(), repliesTo(sends[:1]))
 	second := oneSend(t, fx, "a2", 1)
 	bs.batches = nil
-	// b's reply, a2's, a2's again (a duplicate: the machine ignores it,
-	// but a's batch must be saved before it steps), then c's.
+	// b's reply, a2's, a2's again (a duplicate: the machine ignores it),
+	// then c's.
 	rs := []worker.Reply{sends[1].Reply(delivered()), second.Reply(delivered()), second.Reply(delivered()), sends[2].Reply(delivered())}
 	fx = e.w.DeliverAll(e.ctx, e.now(), rs)
-	if fmt.Sprint(bs.batches) != "[2 1]" {
-		t.Fatalf("batches %v, want [2 1]: b and a, then c after a's second reply", bs.batches)
+	if fmt.Sprint(bs.batches) != "[3]" {
+		t.Fatalf("batches %v, want [3]: b, a and c in one SaveBatch", bs.batches)
 	}
 	if r := e.record("a2"); r.State != machine.Delivered {
 		t.Fatalf("a2 is %s, want delivered", r.State)
@@ -153,6 +153,119 @@ func TestSecondReplyOfAStreamSavesTheFirstBatchFirst(t *testing.T) {
 	if e.count(worker.Faulted) != 0 {
 		t.Fatalf("the duplicate reply faulted a machine")
 	}
+}
+
+// A window's replies that come back together cost one Save call: each
+// reply's batch waits behind the one before it, and the attempts they
+// start go out once all are durable.
+func TestWindowOfRepliesSharesOneSave(t *testing.T) {
+	e, bs, fx := newWindowEnv(t, 4, 6)
+	if len(fx.Sends) != 4 {
+		t.Fatalf("want a1 to a4, got %+v", fx.Sends)
+	}
+	bs.batches = nil
+	fx = e.w.DeliverAll(e.ctx, e.now(), repliesTo(fx.Sends))
+	if fmt.Sprint(bs.batches) != "[4]" {
+		t.Fatalf("batches %v, want one SaveBatch of the 4 replies' batches", bs.batches)
+	}
+	for _, id := range []string{"a1", "a2", "a3", "a4"} {
+		if r := e.record(id); r.State != machine.Delivered {
+			t.Errorf("%s is %s, want delivered", id, r.State)
+		}
+	}
+	if len(fx.Sends) != 2 || fx.Sends[0].ID != "a5" || fx.Sends[1].ID != "a6" {
+		t.Fatalf("want a5 and a6, got %+v", fx.Sends)
+	}
+	for _, x := range fx.Sends {
+		if r := e.record(x.ID); r.Attempts != 1 {
+			t.Errorf("%s handed out with %d attempts persisted, want 1", x.ID, r.Attempts)
+		}
+	}
+}
+
+// A failure behind a batch of its stream that waits does not join: it
+// could trip the circuit while the batch's attempt is still to go out.
+// The batch is saved first, and the failure waits for the next call.
+func TestFailureBehindAWaitingBatchDoesNotJoin(t *testing.T) {
+	e, bs, fx := newWindowEnv(t, 2, 3)
+	bs.batches = nil
+	failed := channel.Outcome{Result: machine.OutcomeFailed, Status: 503}
+	fx = e.w.DeliverAll(e.ctx, e.now(), []worker.Reply{fx.Sends[0].Reply(delivered()), fx.Sends[1].Reply(failed)})
+	if fmt.Sprint(bs.batches) != "[1]" {
+		t.Fatalf("batches %v, want a1's alone, saved before the failure", bs.batches)
+	}
+	oneSend(t, fx, "a3", 1)
+	if r := e.record("a2"); r.Last.Attempt != 0 {
+		t.Fatalf("a2's failure was persisted in the call (%+v); want it held", r.Last)
+	}
+	if next := e.w.Next(); next.After(e.now()) {
+		t.Fatalf("Next is %v with a reply held, want now (%v)", next, e.now())
+	}
+}
+
+// Once a stream's batch fails, the batches that joined behind it are not
+// acted on, even when their own Save went through: the machine that made
+// them is gone.
+func TestBatchesBehindAFailedSaveAreNotActedOn(t *testing.T) {
+	e, bs, fx := newWindowEnv(t, 2, 4)
+	bs.loseSaveReply = true
+	fx = e.w.DeliverAll(e.ctx, e.now(), repliesTo(fx.Sends))
+	if len(fx.Sends)+len(fx.Probes) != 0 {
+		t.Fatalf("handed out %+v after the first batch's Save failed", fx)
+	}
+	if got := e.count(worker.StoreFailed); got != 1 {
+		t.Fatalf("%d store failures reported, want 1", got)
+	}
+	if r := e.record("a2"); r.State != machine.Delivered {
+		t.Fatalf("a2 is %s: the second batch's Save went through, want delivered", r.State)
+	}
+	persisted := 0
+	for _, ev := range e.events {
+		if ev.Kind == worker.Persisted && len(ev.Records) > 0 && ev.Records[0].ID == "a2" {
+			persisted++
+		}
+	}
+	if persisted != 1 {
+		t.Fatalf("a2's batch was reported persisted %d times, want once: what the store made is made", persisted)
+	}
+}
+
+// Once a stream's lease is stale, the stream is lost once, and nothing
+// of its batches goes out.
+func TestStaleLeaseLosesAStreamOnceWhateverJoined(t *testing.T) {
+	e, _, fx := newWindowEnv(t, 2, 4)
+	l := store.Lease{Stream: "a", Owner: "w1", Token: fx.Sends[0].Token}
+	if err := e.mem.Release(e.ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	fx = e.w.DeliverAll(e.ctx, e.now(), repliesTo(fx.Sends))
+	if len(fx.Sends)+len(fx.Probes) != 0 || e.w.Owns("a") {
+		t.Fatalf("handed out %+v, owns a: %v; want nothing, a lost", fx, e.w.Owns("a"))
+	}
+	if got := e.count(worker.LeaseLost); got != 1 {
+		t.Fatalf("the stream was lost %d times, want once", got)
+	}
+}
+
+// newWindowEnv is newEnv over a batchStore with stream a independent, a
+// window of window attempts, and events a1 to an, and the first
+// Advance's effects.
+func newWindowEnv(t *testing.T, window, n int) (*env, *batchStore, worker.Effects) {
+	t.Helper()
+	var bs *batchStore
+	e := newEnv(t, func(c *worker.Config) {
+		bs = &batchStore{faultStore: c.Store.(*faultStore)}
+		c.Store = bs
+		c.Policy = func(string) (machine.Config, error) {
+			p := policy()
+			p.Ordering, p.Window = machine.Independent, window
+			return p, nil
+		}
+	})
+	for i := range n {
+		e.enqueue("a", fmt.Sprintf("a%d", i+1))
+	}
+	return e, bs, e.advance()
 }
 
 // A reply behind one that started an attempt of the same stream waits

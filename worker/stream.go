@@ -50,8 +50,10 @@ type stream struct {
 	since    time.Time
 	yielding bool
 	// saving: a batch of the stream waits in Worker.saves for its Save
-	// (DeliverAll); the stream is not stepped again until it is made.
-	saving bool
+	// (DeliverAll); only a reply that joins steps the stream again
+	// before it is made. savingFailure: one of those batches persists a
+	// failure, so no reply joins.
+	saving, savingFailure bool
 	// handedOut: the current call handed out sends or probes of the
 	// stream; DeliverAll holds its further replies (Worker.held).
 	handedOut bool
@@ -421,7 +423,9 @@ func (w *Worker) step(ctx context.Context, st *stream, now time.Time, in machine
 // readings it gave. So the machine never refuses in as earlier than its
 // clock (TestClockSteppedBackIsHeldAtTheLatestReading).
 func (w *Worker) stepAnswer(ctx context.Context, st *stream, now time.Time, in machine.Input, ans *answer) bool {
-	w.settle(ctx, st)
+	if res, ok := in.(machine.Result); !ok || !st.joins(res.Outcome) {
+		w.settle(ctx, st)
+	}
 	if st.gone || st.m == nil {
 		return false // the batch that waited was refused
 	}
@@ -452,6 +456,11 @@ func (w *Worker) execute(ctx context.Context, st *stream, now time.Time, b machi
 // executeAnswer is execute for a batch that answers an attempt: ans is
 // saved with the record, so an operator sees why it retries or died.
 func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b machine.Batch, ans *answer) bool {
+	if st.saving && len(b.Circuit) > 0 {
+		// Only a delivered or refused reply steps a machine whose batch
+		// waits (joins), and the machine moves the circuit on neither.
+		panic(fmt.Sprintf("worker: stream %q: the circuit moved while a batch waits for its Save", st.lease.Stream))
+	}
 	for _, c := range b.Circuit {
 		w.observe(Event{Kind: CircuitChanged, Stream: st.lease.Stream, Token: st.lease.Token, Circuit: c.To})
 	}
@@ -470,17 +479,45 @@ func (w *Worker) executeAnswer(ctx context.Context, st *stream, now time.Time, b
 		w.handOut(st, now, sends, probes)
 		sends, probes = nil, nil
 	}
-	sv := pendingSave{st: st, lease: st.lease, persist: persist, sends: sends, probes: probes, wake: b.WakeAt}
-	if len(persist) == 0 {
+	sv := pendingSave{st: st, gen: st.gen, lease: st.lease, persist: persist, sends: sends, probes: probes, wake: b.WakeAt}
+	switch {
+	case st.saving:
+		w.waitBehind(sv, ans)
+		return true // the machine stays unless a Save before it refuses it
+	case len(persist) == 0:
 		return w.saved(now, sv, nil)
 	}
 	sv.ups = updates(persist, ans)
 	if w.batching {
 		st.saving = true
+		st.savingFailure = landsFailure(persist)
 		w.saves = append(w.saves, sv)
 		return true // the machine stays unless the batch's Save refuses it
 	}
 	return w.saved(now, sv, w.cfg.Store.Save(ctx, sv.lease, sv.ups))
+}
+
+// waitBehind puts sv, the batch of a reply that joins (DeliverAll),
+// behind the batch of its stream that waits: to be saved and acted on
+// after it, in the same call. An empty batch needs no Save: what it
+// hands out, and its WakeAt, which is the machine's latest, go with the
+// batch before it.
+func (w *Worker) waitBehind(sv pendingSave, ans *answer) {
+	if len(sv.persist) > 0 {
+		sv.ups = updates(sv.persist, ans)
+		sv.st.savingFailure = sv.st.savingFailure || landsFailure(sv.persist)
+		w.saves = append(w.saves, sv)
+		return
+	}
+	for i := len(w.saves) - 1; i >= 0; i-- {
+		if last := &w.saves[i]; last.st == sv.st {
+			last.sends = append(last.sends, sv.sends...)
+			last.probes = append(last.probes, sv.probes...)
+			last.wake = sv.wake
+			return
+		}
+	}
+	panic(fmt.Sprintf("worker: stream %q is saving, but none of its batches waits", sv.st.lease.Stream))
 }
 
 // saved carries out what follows a batch's Save, which returned err (nil

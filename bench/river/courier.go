@@ -40,15 +40,19 @@ const (
 
 var owners atomic.Int64
 
+// policy is every stream's machine.Config: strict order, or independent
+// with -window.
+var policy = machine.DefaultConfig()
+
 // newService builds a Service as courier serve does (its MaxStreams,
-// LeaseTTL and Poll defaults, strict order), counting into delivered
+// LeaseTTL and Poll defaults, and policy), counting into delivered
 // each record persisted as delivered.
 func newService(st store.Store, workers int, delivered *atomic.Int64) (*courier.Service, error) {
 	return courier.New(courier.Config{
 		Worker: worker.Config{
 			Owner:      fmt.Sprintf("riverbench/%d/%d", os.Getpid(), owners.Add(1)),
 			Store:      st,
-			Policy:     func(string) (machine.Config, error) { return machine.DefaultConfig(), nil },
+			Policy:     func(string) (machine.Config, error) { return policy, nil },
 			MaxStreams: 256, LeaseTTL: 30 * time.Second, Poll: time.Second,
 			Observer: worker.ObserverFunc(func(e worker.Event) {
 				if e.Kind != worker.Persisted {

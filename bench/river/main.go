@@ -16,7 +16,8 @@
 // (pg_stat_database) over the measured phase, so give it a database that
 // nothing else uses. courier runs as a program would run it: a
 // courier.Service on pgstore or sqlitestore, with courier serve's worker
-// settings, delivering to a channel that answers at once.
+// settings, delivering to a channel that answers at once, in strict order
+// (or independently, -window attempts of a stream at once).
 package main
 
 import (
@@ -27,6 +28,8 @@ import (
 	"os/signal"
 	"strings"
 	"time"
+
+	"github.com/courierlab/courier/machine"
 )
 
 type options struct {
@@ -38,6 +41,7 @@ type options struct {
 	only     string
 	profile  bool
 	cpu      string
+	window   int
 }
 
 func main() {
@@ -50,10 +54,15 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "run only the shapes whose name contains this")
 	flag.BoolVar(&o.profile, "profile", false, "after each courier steady run, print its round trips' counts and times per delivered event and its CPU time")
 	flag.StringVar(&o.cpu, "cpuprofile", "", "write a CPU profile of each courier steady run to this file (the last run's is kept)")
+	flag.IntVar(&o.window, "window", 0, "0: courier delivers each stream in strict order (courier serve's default); N: independently, N attempts of a stream at once (a platform endpoint with ordering independent and max_in_flight N), as River and the loop do not order")
 	flag.Parse()
-	if o.postgres == "" || o.rounds < 1 || o.events < 1 || o.steady <= 0 || o.timeout <= 0 {
-		fmt.Fprintln(os.Stderr, "riverbench: -postgres is required; -rounds, -events, -steady and -timeout must be positive")
+	if o.postgres == "" || o.rounds < 1 || o.events < 1 || o.steady <= 0 || o.timeout <= 0 || o.window < 0 {
+		fmt.Fprintln(os.Stderr, "riverbench: -postgres is required; -rounds, -events, -steady and -timeout must be positive, -window at least 0")
 		os.Exit(2)
+	}
+	policy = machine.DefaultConfig()
+	if o.window > 0 {
+		policy.Ordering, policy.Window = machine.Independent, o.window
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
