@@ -82,7 +82,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	owners  map[string]int // the shard holding each stream's lease, as its worker last told
-	turn    int            // the shard told of the next publish to a stream no shard holds
+	turn    int            // the shard told of the next publish to a stream no shard holds, when all are full
 	running bool
 
 	observing sync.Mutex // one Observe at a time, whichever shard's worker calls
@@ -99,6 +99,8 @@ type shard struct {
 	notify map[string]struct{} // streams published to locally since the loop looked; Service.mu
 	handed []store.Record      // the records those publishes created, for the worker to adopt unread; Service.mu
 	kick   chan struct{}       // capacity 1: the loop has notifications to read
+	held   int                 // streams whose lease its worker holds, as it last told; Service.mu
+	room   int                 // its worker's Config.MaxStreams
 	snapAt time.Time           // when the loop last copied the worker's status for the gauges
 }
 
@@ -152,7 +154,7 @@ func New(cfg Config) (*Service, error) {
 			return nil, err
 		}
 		s.shards = append(s.shards, &shard{index: k, owner: w.Config().Owner, w: w, repl: make(chan worker.Reply),
-			notify: map[string]struct{}{}, kick: make(chan struct{}, 1)})
+			notify: map[string]struct{}{}, kick: make(chan struct{}, 1), room: w.Config().MaxStreams})
 	}
 	return s, nil
 }
@@ -185,12 +187,17 @@ func (o shardObserver) Observe(e worker.Event) {
 	switch e.Kind {
 	case worker.LeaseGranted:
 		s.mu.Lock()
+		if k, ok := s.owners[e.Stream]; ok {
+			s.shards[k].held--
+		}
 		s.owners[e.Stream] = o.k
+		s.shards[o.k].held++
 		s.mu.Unlock()
 	case worker.LeaseLost, worker.LeaseReleased:
 		s.mu.Lock()
 		if k, ok := s.owners[e.Stream]; ok && k == o.k {
 			delete(s.owners, e.Stream)
+			s.shards[k].held--
 		}
 		s.mu.Unlock()
 	}
@@ -254,8 +261,8 @@ func (s *Service) Publish(ctx context.Context, stream, id string, payload []byte
 // Service's workers whose grant it has yet to observe is told as if it
 // had; another process's worker adopts the event at its next poll, and
 // no claim here could take the stream from it, so no shard is told.
-// When no one holds the stream, one shard in turn is told, and claims
-// at once.
+// When no one holds the stream, the first shard with room is told
+// (claimer), and claims at once.
 func (s *Service) notify(rec store.Record, created bool, heldBy string) {
 	s.mu.Lock()
 	k, ok := s.owners[rec.Stream]
@@ -266,8 +273,7 @@ func (s *Service) notify(rec store.Record, created bool, heldBy string) {
 		}
 	}
 	if !ok {
-		k = s.turn
-		s.turn = (s.turn + 1) % len(s.shards)
+		k = s.claimer()
 	}
 	sh := s.shards[k]
 	if created {
@@ -280,6 +286,23 @@ func (s *Service) notify(rec store.Record, created bool, heldBy string) {
 	case sh.kick <- struct{}{}:
 	default: // the loop has a kick pending already
 	}
+}
+
+// claimer is the shard told of a publish to a stream no shard holds: the
+// first with room for it, whose claim takes every stream due then. So
+// the streams at work gather on as few workers as they fit in, and each
+// worker's writes go to the store in fewer, larger batches (a worker
+// makes the writes of all its streams that are ready in one
+// transaction). When every shard is full, they take turns.
+func (s *Service) claimer() int {
+	for k, sh := range s.shards {
+		if sh.held < sh.room {
+			return k
+		}
+	}
+	k := s.turn
+	s.turn = (s.turn + 1) % len(s.shards)
+	return k
 }
 
 // shardOwning returns the shard whose worker is named owner, if one is.

@@ -28,8 +28,9 @@ func (delivering) Probe(context.Context, string) channel.Outcome {
 // TestPublishTellsTheHolder: a publish is handed to the shard holding
 // its stream, even one whose grant the Service has yet to observe; to no
 // shard when another process's worker holds it (a claim here could not
-// take it: that worker adopts the event at its poll); and to one shard
-// in turn, which claims at once, when no one does.
+// take it: that worker adopts the event at its poll); and, when no one
+// does, to the first shard with room, which claims at once (the shards
+// take turns once all are full).
 func TestPublishTellsTheHolder(t *testing.T) {
 	svc, err := New(Config{
 		Worker: worker.Config{
@@ -60,15 +61,32 @@ func TestPublishTellsTheHolder(t *testing.T) {
 	rec := func(stream string) store.Record {
 		return store.Record{Event: store.Event{Stream: stream, ID: stream + "1", Seq: 1}}
 	}
+	// Each shard has room for 2 streams (MaxStreams 6 over 3 workers).
+	grant := func(k int, stream string) {
+		shardObserver{s: svc, k: k}.Observe(worker.Event{Kind: worker.LeaseGranted, Stream: stream})
+	}
+	release := func(k int, stream string) {
+		shardObserver{s: svc, k: k}.Observe(worker.Event{Kind: worker.LeaseReleased, Stream: stream})
+	}
 	for _, c := range []struct {
 		name, heldBy string
+		before       func()
 		want         []int
 	}{
-		{"held by shard 2, not yet observed", "here/3", []int{2}},
-		{"held by another process", "elsewhere/1", nil},
-		{"held by no one: the next shard in turn", "", []int{0}},
-		{"held by no one again: the one after it", "", []int{1}},
+		{"held by shard 2, not yet observed", "here/3", nil, []int{2}},
+		{"held by another process", "elsewhere/1", nil, nil},
+		{"held by no one: the first shard with room", "", nil, []int{0}},
+		{"held by no one, shard 0 holding one", "", func() { grant(0, "a") }, []int{0}},
+		{"held by no one, shard 0 full", "", func() { grant(0, "b") }, []int{1}},
+		{"held by no one, shard 0 full, b regranted to shard 1", "", func() { grant(1, "b") }, []int{0}},
+		{"held by no one, shards 0 and 1 full", "", func() { grant(0, "c"); grant(1, "d") }, []int{2}},
+		{"held by no one, every shard full: in turn", "", func() { grant(2, "e"); grant(2, "f") }, []int{0}},
+		{"every shard full again: the next in turn", "", nil, []int{1}},
+		{"held by no one, shard 1 released one", "", func() { release(1, "d") }, []int{1}},
 	} {
+		if c.before != nil {
+			c.before()
+		}
 		svc.notify(rec("s"), true, c.heldBy)
 		if got := told(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: shards told %v; want %v", c.name, got, c.want)

@@ -68,6 +68,7 @@ type options struct {
 	producers int
 	postgres  string
 	workers   int
+	window    int
 	processes []int
 	rounds    int
 	timeout   time.Duration
@@ -111,6 +112,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.producers, "producers", 16, "concurrent API clients publishing")
 	flag.StringVar(&o.postgres, "postgres", "", "a PostgreSQL URL: use it (a fresh schema per run) instead of a SQLite file")
 	flag.IntVar(&o.workers, "workers", 0, "the config's workers (0: leave it out, each binary's default)")
+	flag.IntVar(&o.window, "window", 0, "0: every stream in strict order (the default); N: ordering \"independent\" with window N")
 	flag.StringVar(&procs, "processes", procs, "serve processes sharing the store, or a comma-separated list of counts to compare (above 1 needs -postgres)")
 	flag.IntVar(&o.rounds, "rounds", 1, "rounds; each runs every variant once")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on a run after this long")
@@ -129,8 +131,8 @@ func parseFlags() (options, error) {
 		return o, errors.New("-courier is required")
 	case o.postgres == "" && slices.Max(o.processes) > 1:
 		return o, errors.New("-processes above 1 needs -postgres")
-	case o.streams < 1 || o.events < 1 || o.producers < 1 || o.rounds < 1 || o.workers < 0:
-		return o, errors.New("-streams, -events, -producers and -rounds must be positive, -workers not negative")
+	case o.streams < 1 || o.events < 1 || o.producers < 1 || o.rounds < 1 || o.workers < 0 || o.window < 0:
+		return o, errors.New("-streams, -events, -producers and -rounds must be positive, -workers and -window not negative")
 	}
 	return o, nil
 }
@@ -179,6 +181,9 @@ func (r result) line(o options, v variant) string {
 	procs := ""
 	if v.processes > 1 {
 		procs = fmt.Sprintf(", %d processes", v.processes)
+	}
+	if o.window > 0 {
+		procs += fmt.Sprintf(", independent, window %d", o.window)
 	}
 	s := fmt.Sprintf("%d events over %d streams (%s, workers %s%s): published in %.2fs, all applied in %.2fs: %.0f events/s end to end; courier used %.0f ms of CPU per 1000 events",
 		o.events, o.streams, storeName(o), workersName(o), procs, r.published.Seconds(), r.elapsed.Seconds(), r.rate, r.cpuMs)

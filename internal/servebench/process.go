@@ -41,6 +41,9 @@ func startServe(ctx context.Context, o options, courier, dir, store, recvURL str
 	}
 	for i := range o.streams {
 		fmt.Fprintf(&cfg, "\n[streams.s%02d]\nurl = %q\nsecrets = [%q]\n", i, recvURL, secret)
+		if o.window > 0 {
+			fmt.Fprintf(&cfg, "ordering = \"independent\"\nwindow = %d\n", o.window)
+		}
 	}
 	config := filepath.Join(dir, "courier.toml")
 	if err := os.WriteFile(config, []byte(cfg.String()), 0o600); err != nil {
