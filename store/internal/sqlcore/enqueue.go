@@ -54,15 +54,12 @@ func (c *Core) EnqueueBatch(ctx context.Context, events []store.NewEvent) ([]sto
 		if err != nil {
 			return err
 		}
-		e := enqueueWork{events: events, out: out, lastSeq: map[string]int64{}, taken: taken, now: now}
-		for name, l := range locked {
-			e.lastSeq[name] = l.lastSeq
-		}
+		e := enqueueWork{events: events, out: out, lastSeq: locked.lastSeq, taken: taken, now: now}
 		for _, i := range valid { // a try again starts afresh
 			if err := e.place(ctx, c, tx, i); err != nil {
 				return err
 			}
-			if h := locked[events[i].Stream].held; e.out[i].Err == nil && h.ValidAt(instant(now)) {
+			if h := locked.held[events[i].Stream]; e.out[i].Err == nil && h.ValidAt(instant(now)) {
 				e.out[i].HeldBy = h.Owner
 			}
 		}
@@ -162,11 +159,11 @@ func (e *enqueueWork) write(ctx context.Context, c *Core, tx Tx, streams []strin
 	return nil
 }
 
-// lockedStream is what an enqueue reads of a stream's row as it locks
-// it: its last Seq, and its lease.
-type lockedStream struct {
-	lastSeq int64
-	held    store.Held
+// lockedStreams is what an enqueue reads of its streams' rows as it
+// locks them: each one's last Seq, and its lease.
+type lockedStreams struct {
+	lastSeq map[string]int64
+	held    map[string]store.Held
 }
 
 // lockStreams locks the rows of streams (sorted), in name order,
@@ -174,9 +171,9 @@ type lockedStream struct {
 // lease, the stream of each of ids (sorted) already stored, and the
 // store's now, read in the first statement that locks. The streams' lock
 // and the IDs' read go out together (queryAll).
-func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (locked map[string]lockedStream, taken map[string]string, now int64, err error) {
+func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (locked lockedStreams, taken map[string]string, now int64, err error) {
 	now, clocked := c.hostClock()
-	locked = make(map[string]lockedStream, len(streams))
+	locked = lockedStreams{lastSeq: make(map[string]int64, len(streams)), held: make(map[string]store.Held, len(streams))}
 	lock := func(names []string) Query {
 		clock := "0"
 		if !clocked {
@@ -188,13 +185,13 @@ func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (l
 			Args: anys(names),
 			Each: func(row Row) error {
 				var name string
-				var l lockedStream
-				var token, expires, us int64
-				if err := row.Scan(&name, &l.lastSeq, &l.held.Owner, &token, &expires, &l.held.Released, &us); err != nil {
+				var seq, token, expires, us int64
+				var held store.Held
+				if err := row.Scan(&name, &seq, &held.Owner, &token, &expires, &held.Released, &us); err != nil {
 					return err
 				}
-				l.held.Token, l.held.Expires = uint64(token), instant(expires)
-				locked[name] = l
+				held.Token, held.Expires = uint64(token), instant(expires)
+				locked.lastSeq[name], locked.held[name] = seq, held
 				if !clocked {
 					now, clocked = us, true
 				}
@@ -220,21 +217,21 @@ func (c *Core) lockStreams(ctx context.Context, tx Tx, streams, ids []string) (l
 		})
 	}
 	if err := queryAll(ctx, tx, qs); err != nil {
-		return nil, nil, 0, err
+		return lockedStreams{}, nil, 0, err
 	}
-	missing := slices.DeleteFunc(slices.Clone(streams), func(s string) bool { _, ok := locked[s]; return ok })
+	missing := slices.DeleteFunc(slices.Clone(streams), func(s string) bool { _, ok := locked.lastSeq[s]; return ok })
 	for part := range slices.Chunk(missing, chunk) {
 		if err := tx.Exec(ctx, `INSERT INTO streams (name) VALUES (`+strings.Join(strings.Split(placeholders(1, len(part)), ", "), "), (")+`)
 			ON CONFLICT (name) DO NOTHING`, anys(part)...); err != nil {
-			return nil, nil, 0, err
+			return lockedStreams{}, nil, 0, err
 		}
 		if err := queryAll(ctx, tx, []Query{lock(part)}); err != nil {
-			return nil, nil, 0, err
+			return lockedStreams{}, nil, 0, err
 		}
 	}
 	if !clocked { // no stream at all: cannot happen, but read the clock
 		if now, err = c.clock(ctx, tx); err != nil {
-			return nil, nil, 0, err
+			return lockedStreams{}, nil, 0, err
 		}
 	}
 	return locked, taken, now, nil
